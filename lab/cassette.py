@@ -1,0 +1,268 @@
+"""Cassettes: record provider traffic and replay it (SPEC R1–R5).
+
+Format ``cassette/v1``: JSON Lines, one file per task at
+``cassettes/<suite>/<task>.jsonl``. Line 1 is the header; each further line
+is one provider call::
+
+    {"schemaVersion": 1, "format": "cassette/v1", "type": "header", "suiteId": …,
+     "taskId": …, "harnessVersion": …, "configHash": …, "model": …, "policy": {…}}
+    {"schemaVersion": 1, "type": "call", "index": 0, "purpose": "main",
+     "fingerprint": "<sha256 of the normalised request>", "request": {…}, "exchange": {…}}
+
+Requests are stored normalised (per-run paths → ``<workspace>``, the task's
+``replayNormalize`` rules applied to tool output), so a cassette holds no
+machine paths and replays on any machine. Exchanges are stored verbatim.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lab.config import canonical_hash
+from lab.errors import CassetteError, CassetteMiss
+from lab.files import write_atomic
+from lab.providers.base import Exchange, Provider, Purpose
+
+FORMAT = "cassette/v1"
+SCHEMA_VERSION = 1
+MAX_CASSETTE_BYTES = 256 * 1024
+MAX_SUITE_BYTES = 2 * 1024 * 1024
+EXCERPT_CHARS = 40
+
+
+@dataclass(frozen=True)
+class Normaliser:
+    """Rewrites the per-run parts of a request before it is fingerprinted (R2).
+
+    Attributes:
+        workspace: the run's workspace path; every occurrence (as given and
+            resolved) becomes ``<workspace>``.
+        rules: ``(pattern, replace)`` regex rules applied to tool output.
+    """
+
+    workspace: Path | None = None
+    rules: tuple[tuple[str, str], ...] = ()
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        paths = set()
+        if self.workspace is not None:
+            paths = {str(self.workspace), str(self.workspace.resolve())}
+        compiled = [(re.compile(p), r) for p, r in self.rules]
+
+        def fix(value: Any, tool_output: bool = False) -> Any:
+            if isinstance(value, str):
+                for p in sorted(paths, key=len, reverse=True):
+                    value = value.replace(p, "<workspace>")
+                if tool_output:
+                    for pattern, replace in compiled:
+                        value = pattern.sub(replace, value)
+                return value
+            if isinstance(value, list):
+                return [fix(v, tool_output) for v in value]
+            if isinstance(value, dict):
+                is_tool = value.get("role") == "tool"
+                return {k: fix(v, tool_output or (is_tool and k == "content")) for k, v in value.items()}
+            return value
+
+        result: dict[str, Any] = fix(request)
+        return result
+
+
+def fingerprint(normalised_request: dict[str, Any]) -> str:
+    """sha256 hex of the canonical JSON of a normalised request."""
+    return canonical_hash(normalised_request)
+
+
+@dataclass
+class Recorder:
+    """A Provider wrapper that keeps every call for :func:`write_cassette`."""
+
+    inner: Provider
+    normalise: Normaliser
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def send(self, request: dict[str, Any], *, purpose: Purpose = "main",
+             timeout_s: float | None = None) -> Exchange:
+        exchange = self.inner.send(request, purpose=purpose, timeout_s=timeout_s)
+        normalised = self.normalise(request)
+        self.calls.append({"schemaVersion": SCHEMA_VERSION, "type": "call", "index": len(self.calls),
+                           "purpose": purpose, "fingerprint": fingerprint(normalised),
+                           "request": normalised, "exchange": exchange})
+        return exchange
+
+
+@dataclass
+class Replayer:
+    """A Provider that serves a cassette's exchanges in order (R3).
+
+    Raises CassetteMiss from ``send`` when the normalised request differs
+    from the recording, or when the harness makes more calls than recorded.
+    After the run, :attr:`unused` names recorded calls never made.
+    """
+
+    header: dict[str, Any]
+    calls: list[dict[str, Any]]
+    normalise: Normaliser
+    source: str = "cassette"
+    position: int = 0
+    name: str = "replay"
+
+    def send(self, request: dict[str, Any], *, purpose: Purpose = "main",
+             timeout_s: float | None = None) -> Exchange:
+        index = self.position
+        if index >= len(self.calls):
+            raise CassetteMiss(
+                f"{self.source}: call {index}: the harness made a call the recording does not have "
+                f"(recorded {len(self.calls)} calls)", call_index=index, field="(extra call)")
+        recorded = self.calls[index]
+        actual = self.normalise(request)
+        if recorded.get("purpose", "main") != purpose:
+            raise CassetteMiss(f"{self.source}: call {index}: purpose differs: recorded "
+                               f"{recorded.get('purpose')!r}, actual {purpose!r}",
+                               call_index=index, field="purpose",
+                               recorded=str(recorded.get("purpose")), actual=purpose)
+        if fingerprint(actual) != recorded["fingerprint"] or actual != recorded["request"]:
+            path, rec, act = first_difference(recorded["request"], actual)
+            raise CassetteMiss(f"{self.source}: call {index}: request differs at {path}: "
+                               f"recorded {rec!r}, actual {act!r}",
+                               call_index=index, field=path, recorded=rec, actual=act)
+        self.position += 1
+        exchange: Exchange = recorded["exchange"]
+        return exchange
+
+    @property
+    def unused(self) -> int:
+        """Recorded calls the harness never made."""
+        return len(self.calls) - self.position
+
+
+def first_difference(recorded: Any, actual: Any, path: str = "") -> tuple[str, str | None, str | None]:
+    """The first differing JSON path and excerpts of both values around it.
+
+    List items that carry a name (``tools[].function.name``) are keyed by it:
+    ``tools[edit_file].description``; other list items by index:
+    ``messages[3].content``. Returns (path, recorded excerpt, actual excerpt);
+    an excerpt is None where the value is absent.
+    """
+    if isinstance(recorded, dict) and isinstance(actual, dict):
+        for key in sorted(set(recorded) | set(actual)):
+            sub = f"{path}.{key}" if path else key
+            if key not in recorded:
+                return sub, None, _excerpt(actual[key])
+            if key not in actual:
+                return sub, _excerpt(recorded[key]), None
+            if recorded[key] != actual[key]:
+                return first_difference(recorded[key], actual[key], sub)
+    elif isinstance(recorded, list) and isinstance(actual, list):
+        for i in range(max(len(recorded), len(actual))):
+            if i >= len(recorded):
+                return f"{path}[{_item_key(actual[i], i)}]", None, _excerpt(actual[i])
+            if i >= len(actual):
+                return f"{path}[{_item_key(recorded[i], i)}]", _excerpt(recorded[i]), None
+            if recorded[i] != actual[i]:
+                key = _item_key(recorded[i], i)
+                if key != _item_key(actual[i], i):
+                    key = str(i)
+                return first_difference(_unwrap(recorded[i]), _unwrap(actual[i]), f"{path}[{key}]")
+    elif isinstance(recorded, str) and isinstance(actual, str):
+        return path, *_string_excerpts(recorded, actual)
+    return path, _excerpt(recorded), _excerpt(actual)
+
+
+def _item_key(item: Any, index: int) -> str:
+    if isinstance(item, dict):
+        fn = item.get("function")
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str) and item.get("type") == "function":
+            return str(fn["name"])
+    return str(index)
+
+
+def _unwrap(item: Any) -> Any:
+    """Tool definitions are keyed by name, so ``tools[x].description`` skips ``.function``."""
+    if isinstance(item, dict) and item.get("type") == "function" and isinstance(item.get("function"), dict):
+        return {**{k: v for k, v in item.items() if k != "function"}, **item["function"]}
+    return item
+
+
+def _string_excerpts(a: str, b: str) -> tuple[str, str]:
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    start = max(0, i - EXCERPT_CHARS)
+    return _clip(a, start, i), _clip(b, start, i)
+
+
+def _clip(s: str, start: int, at: int) -> str:
+    end = at + EXCERPT_CHARS
+    return ("…" if start > 0 else "") + s[start:end] + ("…" if end < len(s) else "")
+
+
+def _excerpt(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= 2 * EXCERPT_CHARS else text[: 2 * EXCERPT_CHARS] + "…"
+
+
+def cassette_path(cassette_dir: Path, suite_id: str, task_id: str) -> Path:
+    return cassette_dir / suite_id / f"{task_id}.jsonl"
+
+
+def read_cassette(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Read a cassette file into (header, calls).
+
+    Raises:
+        CassetteError: missing file, bad JSON (names the line), wrong format,
+            or a version newer than this lab.
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise CassetteError(f"{path}: no cassette for this task; record one with `doit record`") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CassetteError(f"{path}: cannot read: {exc}") from None
+    records = []
+    for n, line in enumerate(lines, 1):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise CassetteError(f"{path}: line {n}: not JSON: {exc.msg}") from None
+    if not records or records[0].get("format") != FORMAT:
+        raise CassetteError(f"{path}: line 1: expected a {FORMAT} header")
+    version = records[0].get("schemaVersion")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise CassetteError(f"{path}: schemaVersion {version!r} is newer than this lab reads ({SCHEMA_VERSION})")
+    for n, rec in enumerate(records[1:], 2):
+        if rec.get("type") != "call" or not {"fingerprint", "request", "exchange"} <= set(rec):
+            raise CassetteError(f"{path}: line {n}: expected a call with fingerprint, request and exchange")
+    return records[0], records[1:]
+
+
+def dump_cassette(header: dict[str, Any], calls: list[dict[str, Any]]) -> bytes:
+    """The bytes of a cassette: one canonical JSON object per line (byte-deterministic)."""
+    lines = [json.dumps(rec, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+             for rec in [header, *calls]]
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def write_cassette(path: Path, data: bytes) -> None:
+    """Write a cassette atomically after the size limits (R4).
+
+    Raises:
+        CassetteError: over 256 KB for the file, or over 2 MB for the suite
+            directory once written; nothing is written then.
+    """
+    if len(data) > MAX_CASSETTE_BYTES:
+        raise CassetteError(f"{path}: cassette is {len(data)} bytes, over the {MAX_CASSETTE_BYTES}-byte limit")
+    siblings = sum(p.stat().st_size for p in path.parent.glob("*.jsonl") if p != path) \
+        if path.parent.is_dir() else 0
+    if siblings + len(data) > MAX_SUITE_BYTES:
+        raise CassetteError(f"{path.parent}: cassettes would total {siblings + len(data)} bytes, "
+                            f"over the {MAX_SUITE_BYTES}-byte limit per suite")
+    write_atomic(path, data)

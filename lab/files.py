@@ -1,0 +1,50 @@
+"""Atomic file writing: every file the lab writes appears whole or not at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temp file beside ``path``, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def dumps_json(value: Any) -> str:
+    """JSON as the lab writes it: sorted keys, 2-space indent, trailing newline."""
+    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_json(path: Path, value: Any) -> None:
+    """Atomically write ``value`` as :func:`dumps_json`."""
+    write_atomic(path, dumps_json(value).encode("utf-8"))
+
+
+def publish_dir(staging: Path, final: Path) -> None:
+    """Replace directory ``final`` by the fully written ``staging`` directory.
+
+    ``staging`` must be a sibling of ``final`` (same filesystem). An older
+    ``final`` is moved aside first and removed after the rename, so a reader
+    sees either the old directory or the new one, never a half-written one.
+    """
+    old = None
+    if final.exists():
+        old = final.with_name(f".{final.name}.old-{os.getpid()}")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(final, old)
+    os.replace(staging, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,113 @@
+"""Turn a configuration and a suite into ordered run specs (SPEC X1, X4).
+
+A run is one repetition ``i`` (0 … k-1) of one task. Its record is a build
+target keyed by its inputs: config hash, harness digest, suite digest, task
+id, base seed, repetition index, and in replay the task's cassette.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from lab.config import EffectiveConfig
+from lab.errors import ConfigError
+from lab.suite import Suite, Task
+
+# Sources that act on a run; a change to any of them re-executes runs.
+HARNESS_SOURCES = ("agent", "providers", "cassette.py", "process.py", "run.py",
+                   "verifiers.py", "workspace.py")
+LAB_DIR = Path(__file__).resolve().parent
+PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Repetition ``repetition`` of ``task_id``; its seed is ``base_seed + repetition``."""
+
+    task_id: str
+    repetition: int
+    base_seed: int
+
+    @property
+    def seed(self) -> int:
+        return self.base_seed + self.repetition
+
+    @property
+    def name(self) -> str:
+        """``s<base seed>-r<repetition>``: the record's file stem."""
+        return f"s{self.base_seed}-r{self.repetition}"
+
+
+def plan_runs(task_ids: list[str], k: int, seed: int) -> list[RunSpec]:
+    """Every task × k repetitions, in an order shuffled by ``seed`` (X1).
+
+    The same (tasks, k, seed) always gives the same order.
+    """
+    specs = [RunSpec(task_id, i, seed) for task_id in task_ids for i in range(k)]
+    random.Random(seed).shuffle(specs)
+    return specs
+
+
+def select_tasks(suite: Suite, wanted: list[str]) -> list[Task]:
+    """The tasks named by the ``tasks`` override, or all of them.
+
+    Raises:
+        ConfigError: a named task does not exist in the suite.
+    """
+    if not wanted:
+        return list(suite.tasks)
+    known = {t.id for t in suite.tasks}
+    unknown = [t for t in wanted if t not in known]
+    if unknown:
+        raise ConfigError(f"config: tasks: suite {suite.id} has no task {', '.join(map(repr, unknown))} "
+                          f"(tasks: {', '.join(sorted(known))})")
+    return [t for t in suite.tasks if t.id in set(wanted)]
+
+
+def check_grants(tasks: list[Task], config: EffectiveConfig, suite_id: str) -> None:
+    """Reject tasks that need an effect the user did not grant (SPEC C3).
+
+    A suite can only equal or narrow the user's grants; nothing is trimmed.
+
+    Raises:
+        ConfigError: one line per task and missing grant.
+    """
+    granted = set(config.data["allow"])
+    problems = []
+    for task in tasks:
+        missing = sorted(task.effects - granted)
+        if missing:
+            problems.append(f"suite {suite_id}: task {task.id}: policy.allow: needs effect "
+                            f"{', '.join(missing)}, which is not granted (grant it with "
+                            f"allow=[{','.join(sorted(granted | set(missing)))}])")
+        if config.data["read_only"] and "write" in task.effects and not task.policy.get("readOnly"):
+            problems.append(f"suite {suite_id}: task {task.id}: policy.allow: needs effect write, "
+                            f"but read_only=true")
+        if task.policy["mode"] == "full" and not config.data["allow_suite_full"]:
+            problems.append(f"suite {suite_id}: task {task.id}: policy.mode: 'full' needs allow_suite_full=true")
+    if problems:
+        raise ConfigError("\n".join(problems))
+
+
+def run_id(suite_id: str, config_hash: str, k: int, seed: int) -> str:
+    """A plain, unique report name: ``<suiteId>.<cfg12>.k<k>.s<seed>``."""
+    return f"{suite_id}.{config_hash[:12]}.k{k}.s{seed}"
+
+
+@cache
+def harness_digest() -> str:
+    """sha256 hex over the lab sources that act on a run (sorted path + bytes)."""
+    digest = hashlib.sha256()
+    files: list[Path] = []
+    for name in HARNESS_SOURCES:
+        p = LAB_DIR / name
+        files += sorted(p.rglob("*.py")) if p.is_dir() else [p]
+    for p in files:
+        digest.update(p.relative_to(LAB_DIR).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(p.read_bytes()).digest())
+    return digest.hexdigest()

@@ -1,0 +1,259 @@
+"""Execute one run: fixture copy → agent → verifiers → run record (SPEC X2).
+
+Infrastructure failures (workspace, provider, cassette, a verifier that cannot
+run) become ``status: "error"`` with a classified cause; only a bug in the lab
+escapes as an exception, and even that is recorded as an ``internal`` error.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from lab.cassette import Normaliser, Recorder, Replayer, cassette_path, dump_cassette, \
+    read_cassette, write_cassette
+from lab.config import EffectiveConfig
+from lab.errors import LabError
+from lab.plan import RunSpec, harness_digest
+from lab.suite import Suite, Task
+
+RECORD_SCHEMA_VERSION = 1
+HARNESS_VERSION = "0.1.0"
+Status = Literal["pass", "fail", "budget_exceeded", "error"]
+
+
+@dataclass
+class EvalContext:
+    """What every run of one command shares: composed once per command.
+
+    Attributes:
+        config: the effective configuration.
+        suite: the loaded suite.
+        cassette_dir: where cassettes are read (replay) or written (record).
+        env: the environment credentials are read from (never recorded).
+        cancel: set to stop running agents and verifiers (Ctrl-C).
+    """
+
+    config: EffectiveConfig
+    suite: Suite
+    cassette_dir: Path
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    cancel: threading.Event = field(default_factory=threading.Event)
+    work_dir: Path | None = None
+
+    @property
+    def config_hash(self) -> str:
+        return self.config.config_hash()
+
+
+def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
+    """Run ``spec`` and return its run record (a JSON-able dict).
+
+    The record's first key is ``schemaVersion``; statuses are ``pass``,
+    ``fail``, ``budget_exceeded`` and ``error`` (SPEC X2).
+    """
+    task = ctx.suite.task(spec.task_id)
+    started_at = _utc_now()
+    t0 = time.monotonic()
+    record = _record_base(ctx, spec, started_at)
+    workspace: Path | None = None
+    try:
+        from lab.workspace import create_workspace, snapshot
+
+        workspace = create_workspace(task.fixture, git_init=task.fixture_git)
+        baseline = snapshot(workspace)
+        _run_agent_and_verify(ctx, task, workspace, baseline, record)
+    except LabError as exc:
+        record.update(status="error", error={"kind": _error_kind(exc), "message": str(exc)})
+    except Exception as exc:  # a bug in the lab: recorded as data, the eval goes on
+        record.update(status="error", error={
+            "kind": "internal", "message": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(limit=8)})
+    finally:
+        record["wallMs"] = int((time.monotonic() - t0) * 1000)
+        record["finishedAt"] = _utc_now()
+        if workspace is not None:
+            _dispose(ctx, spec, workspace, record)
+    return record
+
+
+def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
+                          baseline: dict[str, str], record: dict[str, Any]) -> None:
+    from lab.agent.loop import run_agent
+    from lab.process import minimal_env
+    from lab.verifiers import run_verifiers, score
+
+    provider, recorder, replayer = _provider(ctx, task, workspace)
+    result = run_agent(task_prompt=task.prompt, workspace=workspace, provider=provider,
+                       settings=agent_settings(ctx.config), policy=_policy(ctx, task),
+                       budget=_budget(task), env=ctx.env, cancel=ctx.cancel)
+    record.update(
+        claim=result.claim, stopReason=result.stop_reason, budgetExceeded=result.budget_exceeded,
+        finalMessage=result.final_message, turns=result.turns, toolCalls=result.tool_calls,
+        compactions=result.compactions, events=result.events,
+        usage=_usage_block(result), compactionUsage=_usage_json(result.compaction_usage),
+        incidents=[e for e in result.events if e.get("type") == "incident"],
+    )
+    error = result.error
+    if error is None and replayer is not None and replayer.unused:
+        error = {"kind": "replay_divergence", "cause": "unused_calls", "callIndex": replayer.position,
+                 "field": "(call never made)",
+                 "message": f"{replayer.source}: call {replayer.position}: the recording has "
+                            f"{replayer.unused} more call(s) the harness never made"}
+    if error is not None:
+        record["status"] = "error"
+        record["error"] = error
+        if error.get("kind") == "replay_divergence":
+            record["divergence"] = {k: error.get(k) for k in ("callIndex", "field", "recorded", "actual")}
+        return
+    results = run_verifiers(list(task.verifiers), workspace=workspace, baseline=baseline,
+                            events=result.events, env=minimal_env(workspace), cancel=ctx.cancel)
+    record["verifiers"] = [r.to_json() for r in results]
+    record["score"] = score(results)
+    record["status"] = _status(result.stop_reason, [r.status for r in results])
+    if any(r.status == "error" for r in results):
+        bad = next(r for r in results if r.status == "error")
+        record["error"] = {"kind": "verifier", "message": f"verifier {bad.id}: {bad.detail}"}
+    if recorder is not None:
+        header = cassette_header(ctx, task)
+        write_cassette(cassette_path(ctx.cassette_dir, ctx.suite.id, task.id),
+                       dump_cassette(header, recorder.calls))
+
+
+def _status(stop_reason: str, verifier_statuses: list[str]) -> Status:
+    if "error" in verifier_statuses:
+        return "error"
+    if stop_reason == "budget_exceeded":
+        return "budget_exceeded"
+    if stop_reason != "answered":
+        return "fail"  # truncated output is the model's failure (SPEC P1)
+    return "pass" if all(s == "pass" for s in verifier_statuses) else "fail"
+
+
+def agent_settings(config: EffectiveConfig) -> Any:
+    """The harness settings from the ``agent`` and ``provider`` groups."""
+    from lab.agent.loop import DEFAULT_SYSTEM_PROMPT, AgentSettings
+
+    agent, provider = config.data["agent"], config.data["provider"]
+    return AgentSettings(
+        model=provider["model"], system_prompt=agent["system_prompt"] or DEFAULT_SYSTEM_PROMPT,
+        tools=tuple(agent["tools"]), max_output_tokens=agent["max_output_tokens"],
+        temperature=agent["temperature"], reasoning_effort=provider["reasoning_effort"],
+        compaction_enabled=agent["compaction"]["enabled"],
+        compaction_threshold=agent["compaction"]["threshold"],
+        max_context_chars=agent["limits"]["max_context_chars"],
+        tool_output_chars=agent["limits"]["tool_output_chars"],
+        command_timeout_ms=agent["limits"]["command_timeout_ms"])
+
+
+def effective_policy(config: EffectiveConfig, task: Task) -> dict[str, Any]:
+    """Task policy narrowed by the user's grants (SPEC C3): mode, allow, readOnly."""
+    allow = sorted(set(task.policy.get("allow", [])) & set(config.data["allow"]))
+    read_only = bool(task.policy.get("readOnly", False) or config.data["read_only"])
+    return {"mode": task.policy["mode"], "allow": allow, "readOnly": read_only}
+
+
+def _policy(ctx: EvalContext, task: Task) -> Any:
+    from lab.agent.policy import Policy
+
+    p = effective_policy(ctx.config, task)
+    return Policy(mode=p["mode"], allow=frozenset(p["allow"]), read_only=p["readOnly"])
+
+
+def _budget(task: Task) -> Any:
+    from lab.agent.budget import Budget
+
+    b = task.budget
+    return Budget(max_turns=b["maxTurns"], max_wall_ms=b["maxWallMs"],
+                  max_tokens=b.get("maxTokens"), max_tool_calls=b.get("maxToolCalls"))
+
+
+def _provider(ctx: EvalContext, task: Task, workspace: Path) -> tuple[Any, Recorder | None, Replayer | None]:
+    normalise = Normaliser(workspace=workspace, rules=task.replay_normalize)
+    if ctx.config.mode == "replay":
+        path = cassette_path(ctx.cassette_dir, ctx.suite.id, task.id)
+        header, calls = read_cassette(path)
+        replayer = Replayer(header=header, calls=calls, normalise=normalise, source=str(path))
+        return replayer, None, replayer
+    from lab.providers.registry import make_provider
+
+    provider = make_provider(ctx.config.data["provider"], suite_dir=ctx.suite.path,
+                             task_id=task.id, env=ctx.env)
+    if ctx.config.mode == "record":
+        recorder = Recorder(inner=provider, normalise=normalise)
+        return recorder, recorder, None
+    return provider, None, None
+
+
+def cassette_header(ctx: EvalContext, task: Task) -> dict[str, Any]:
+    """The cassette's first line: what it was recorded with (no timestamps: R6)."""
+    return {"schemaVersion": 1, "format": "cassette/v1", "type": "header",
+            "suiteId": ctx.suite.id, "suiteVersion": ctx.suite.version, "taskId": task.id,
+            "harnessVersion": HARNESS_VERSION, "configHash": ctx.config.config_hash("record"),
+            "provider": ctx.config.data["provider"]["name"], "model": ctx.config.data["provider"]["model"],
+            "policy": effective_policy(ctx.config, task)}
+
+
+def _usage_json(usage: Any) -> dict[str, Any] | None:
+    return None if usage is None else dict(usage.to_json())
+
+
+def _usage_block(result: Any) -> dict[str, Any] | None:
+    """Main-loop usage; None (absent, never 0) when any main turn lacked it (M4)."""
+    if result.usage is None:
+        return None
+    block = _usage_json(result.usage) or {}
+    block["cachedPartial"] = 0 < result.cached_turns_reported < result.turns
+    if result.cached_turns_reported < result.turns:
+        block["cachedInputTokens"] = None
+    return block
+
+
+def _record_base(ctx: EvalContext, spec: RunSpec, started_at: str) -> dict[str, Any]:
+    provider = ctx.config.data["provider"]
+    return {
+        "schemaVersion": RECORD_SCHEMA_VERSION, "suiteId": ctx.suite.id,
+        "suiteVersion": ctx.suite.version, "suiteDigest": ctx.suite.digest,
+        "taskId": spec.task_id, "repetition": spec.repetition, "baseSeed": spec.base_seed,
+        "seed": spec.seed, "configHash": ctx.config_hash, "harnessDigest": harness_digest(),
+        "mode": ctx.config.mode, "provider": provider["name"], "model": provider["model"],
+        "status": "error", "claim": "none", "stopReason": None, "budgetExceeded": None,
+        "finalMessage": None, "verifiers": [], "score": None, "usage": None,
+        "compactionUsage": None, "turns": 0, "toolCalls": 0, "compactions": 0,
+        "events": [], "incidents": [], "error": None, "divergence": None,
+        "startedAt": started_at, "finishedAt": None, "wallMs": None, "workspace": None,
+    }
+
+
+def _dispose(ctx: EvalContext, spec: RunSpec, workspace: Path, record: dict[str, Any]) -> None:
+    from lab.workspace import remove_workspace
+
+    if ctx.config.data["keep"] and ctx.work_dir is not None:
+        kept = ctx.work_dir / spec.task_id / spec.name
+        if kept.exists():
+            remove_workspace(kept)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(workspace, kept)
+        record["workspace"] = str(kept)
+    else:
+        remove_workspace(workspace)
+
+
+def _error_kind(exc: LabError) -> str:
+    from lab import errors
+
+    kinds: list[tuple[type[LabError], str]] = [
+        (errors.CassetteMiss, "replay_divergence"), (errors.CassetteError, "cassette"),
+        (errors.WorkspaceError, "workspace"), (errors.ProviderError, "provider"),
+        (errors.ProcessStartError, "process")]
+    return next((kind for cls, kind in kinds if isinstance(exc, cls)), "lab")
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,224 @@
+"""doit task creators: every run record and report is a file target (SPEC X4).
+
+``dodo.py`` re-exports these creators; ``lab run`` drives the same graph
+through doit's API, so both share results on disk. Each run record is a
+target keyed by its inputs (config hash, harness digest, suite digest, task,
+base seed, repetition, and in replay the cassette file): an unchanged input
+set is up to date and never executed again.
+
+Every ``key=value`` argument doit receives is forwarded to Hydra as an
+override, so a typo (``kk=5``) is an error naming the key, not ignored.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lab import paths
+from lab.errors import LabError
+
+BASENAMES = ("eval", "record")
+DOIT_COMMANDS = frozenset({"auto", "clean", "dumpdb", "forget", "help", "ignore", "info", "list",
+                           "reset-dep", "run", "strace", "tabcompletion"})
+
+# Set by the ``lab`` CLI before it drives doit; None under the ``doit`` executable.
+REQUESTED: set[str] | None = None
+OUTCOME: dict[str, Any] = {}
+
+
+def doit_config() -> dict[str, Any]:
+    """DOIT_CONFIG: sqlite3 dependency DB in the data dir, ``eval`` by default."""
+    data = paths.data_dir()
+    data.mkdir(parents=True, exist_ok=True)
+    return {"dep_file": str(data / ".doit.sqlite"), "backend": "sqlite3",
+            "default_tasks": ["eval"], "verbosity": 2}
+
+
+def cmdline_overrides() -> list[str]:
+    """Every ``key=value`` doit received, in command-line order, as Hydra overrides."""
+    from doit import doit_cmd
+
+    variables = doit_cmd._CMDLINE_VARS or {}  # doit keeps no public accessor for all of them
+    return [f"{key}={value}" for key, value in variables.items()]
+
+
+def requested(basename: str) -> bool:
+    """Whether this command asked for ``basename`` (creators stay cheap otherwise)."""
+    if REQUESTED is not None:
+        return basename in REQUESTED
+    words = [a for a in sys.argv[1:] if not a.startswith("-") and "=" not in a]
+    names = {w.split(":", 1)[0] for w in words if w not in DOIT_COMMANDS}
+    if not words:
+        return basename == "eval"  # doit's default task
+    return basename in names
+
+
+@dataclass
+class Prepared:
+    """A composed config, loaded suite and planned runs for one command."""
+
+    ctx: Any
+    specs: list[Any]
+    store: Path
+    run_id: str
+    k: int
+
+
+def prepare(overrides: list[str], *, mode: str | None = None) -> Prepared:
+    """Compose the config once, load the suite, check grants and plan the runs.
+
+    Raises:
+        LabError: ConfigError or SuiteError naming the key, task and field.
+    """
+    from lab.config import compose_config
+    from lab.plan import check_grants, plan_runs, run_id, select_tasks
+    from lab.run import EvalContext
+    from lab.suite import load_suite
+
+    if mode is not None:
+        overrides = [*overrides, f"mode={mode}"]
+    config = compose_config(overrides)
+    suite = load_suite(paths.from_root(config.data["suite"]["path"]))
+    tasks = select_tasks(suite, list(config.data["tasks"]))
+    check_grants(tasks, config, suite.id)
+    cassettes = paths.from_root(config.data["cassette_dir"] or paths.CASSETTES_DIR)
+    k = 1 if config.mode == "record" else config.k
+    store = paths.data_dir() / suite.id / config.config_hash()[:12]
+    ctx = EvalContext(config=config, suite=suite, cassette_dir=cassettes, work_dir=store / "work")
+    return Prepared(ctx=ctx, specs=plan_runs([t.id for t in tasks], k, config.seed), store=store,
+                    run_id=run_id(suite.id, config.config_hash(), k, config.seed), k=k)
+
+
+def _prepare_or_invalid(overrides: list[str], mode: str | None = None) -> Prepared:
+    from doit.exceptions import InvalidTask
+
+    try:
+        return prepare(overrides, mode=mode)
+    except LabError as exc:
+        raise InvalidTask(str(exc)) from None
+
+
+def task_eval() -> Iterator[dict[str, Any]]:
+    """Run a suite k times per task and build its report (doit eval suite=… k=… mode=…)."""
+    if not requested("eval"):
+        return
+    yield from eval_tasks(_prepare_or_invalid(cmdline_overrides()))
+
+
+def task_record() -> Iterator[dict[str, Any]]:
+    """Record cassettes for a suite with the configured provider (doit record suite=…)."""
+    if not requested("record"):
+        return
+    yield from eval_tasks(_prepare_or_invalid(cmdline_overrides(), mode="record"), always=True)
+
+
+def eval_tasks(prep: Prepared, *, always: bool = False) -> Iterator[dict[str, Any]]:
+    """The doit tasks of one eval: one per run record, then the report, then the summary."""
+    from doit.tools import config_changed
+
+    from lab.plan import harness_digest
+
+    ctx = prep.ctx
+    prep.store.mkdir(parents=True, exist_ok=True)
+    _write_config(prep)
+    records = []
+    force = always or ctx.config.data["force"]
+    for spec in prep.specs:
+        target = prep.store / "runs" / spec.task_id / f"{spec.name}.json"
+        records.append(target)
+        inputs = {"configHash": ctx.config_hash, "harnessDigest": harness_digest(),
+                  "suiteDigest": ctx.suite.digest, "taskId": spec.task_id,
+                  "baseSeed": spec.base_seed, "repetition": spec.repetition}
+        file_dep = []
+        if ctx.config.mode == "replay":
+            from lab.cassette import cassette_path
+
+            cassette = cassette_path(ctx.cassette_dir, ctx.suite.id, spec.task_id)
+            if cassette.exists():
+                file_dep.append(str(cassette))
+        yield {"name": _run_name(prep, spec),
+               "actions": [(_run_action, [ctx, spec, target])], "targets": [str(target)],
+               "file_dep": file_dep, "uptodate": [False] if force else [config_changed(inputs)],
+               "verbosity": 2}
+    report_dir = prep.store / "reports" / prep.run_id
+    yield {"name": f"{prep.run_id}.report", "actions": [(_report_action, [prep, records, report_dir])],
+           "file_dep": [str(r) for r in records], "targets": [str(report_dir / "report.json")],
+           "verbosity": 2}
+    yield {"name": f"{prep.run_id}.summary", "actions": [(_summary_action, [report_dir])],
+           "file_dep": [str(report_dir / "report.json")], "uptodate": [False], "verbosity": 2}
+
+
+def _run_name(prep: Prepared, spec: Any) -> str:
+    return f"{prep.ctx.suite.id}.{prep.ctx.config_hash[:12]}.{spec.task_id}.{spec.name}"
+
+
+def _write_config(prep: Prepared) -> None:
+    from lab.files import dumps_json, write_atomic
+
+    ctx = prep.ctx
+    doc = {"schemaVersion": 1, "configHash": ctx.config_hash, "variant": ctx.config.variant,
+           "measured": ctx.config.measured_view(), "config": _public_config(ctx.config.data)}
+    path = prep.store / "config.json"
+    data = dumps_json(doc).encode("utf-8")
+    if not path.exists() or path.read_bytes() != data:
+        write_atomic(path, data)
+
+
+def _public_config(data: dict[str, Any]) -> dict[str, Any]:
+    """The config as saved beside the runs: no runtime knobs that vary per command."""
+    return {k: v for k, v in data.items() if k not in {"progress", "json", "yes", "force", "out"}}
+
+
+def _run_action(ctx: Any, spec: Any, target: Path) -> None:
+    from lab.files import write_json
+    from lab.run import execute_run
+
+    record = execute_run(ctx, spec)
+    write_json(target, record)
+    line = f"   {spec.task_id} r{spec.repetition}: {record['status']}"
+    if record.get("error"):
+        line += f" ({record['error'].get('kind')}: {record['error'].get('message')})"
+    if record.get("workspace"):
+        line += f" — workspace kept at {record['workspace']}"
+    print(line)
+
+
+def _report_action(prep: Prepared, records: list[Path], report_dir: Path) -> None:
+    import json
+
+    from lab.plan import harness_digest
+    from lab.report import build_report, write_report
+    from lab.run import HARNESS_VERSION
+
+    ctx = prep.ctx
+    runs = [json.loads(p.read_text(encoding="utf-8")) for p in records]
+    provider = ctx.config.data["provider"]
+    header = {"runId": prep.run_id, "suiteId": ctx.suite.id, "suiteVersion": ctx.suite.version,
+              "suiteDigest": ctx.suite.digest, "harnessVersion": HARNESS_VERSION,
+              "harnessDigest": harness_digest(), "configHash": ctx.config_hash,
+              "variant": ctx.config.variant, "provider": provider["name"], "model": provider["model"],
+              "mode": ctx.config.mode, "k": prep.k,
+              "seed": ctx.config.seed, "rates": dict(ctx.config.data["rates"])}
+    doc = build_report(header, runs)
+    write_report(report_dir, doc, runs)
+    if ctx.config.data["out"]:
+        write_report(Path(ctx.config.data["out"]).absolute(), doc, runs)
+
+
+def _summary_action(report_dir: Path) -> Any:
+    from doit.exceptions import TaskError, TaskFailed
+
+    from lab.summary import summarise
+
+    code, text = summarise(report_dir)
+    print(text)
+    OUTCOME.update(code=code, report_dir=str(report_dir))
+    if code == 2:
+        return TaskError("replay divergence", report=False)
+    if code == 1:
+        return TaskFailed("runs could not be judged", report=False)
+    return None

@@ -1,0 +1,361 @@
+"""Deterministic verifiers (SPEC V1–V7): did the run leave the workspace right?
+
+Each verifier spec is a dict from ``suite.json`` (camelCase keys) with an ``id``,
+a ``kind`` and an optional ``weight``. ``run_verifiers`` runs them in order and
+returns one ``VerifierResult`` each:
+
+- ``pass`` / ``fail``: the check ran and the workspace did / did not satisfy it;
+- ``error``: the check could not run (path outside the workspace, command does
+  not start, events missing, invalid spec). An error is neither pass nor fail.
+
+Kinds: ``command``, ``file-equals``, ``file-contains``, ``file-absent``,
+``tree-diff-within``, ``tool-sequence``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from lab.errors import LabError, ProcessStartError, ToolError
+from lab.process import run_process
+from lab.workspace import Snapshot, diff_snapshots, resolve_inside, snapshot
+
+VerifierStatus = Literal["pass", "fail", "error"]
+
+MAX_TIMEOUT_MS = 600_000
+DEFAULT_TIMEOUT_MS = 60_000
+STDERR_TAIL_BYTES = 2048
+_SHOWN_PATHS = 5
+
+
+@dataclass(frozen=True)
+class VerifierResult:
+    """The verdict of one verifier.
+
+    Attributes:
+        id: the verifier's id from the suite.
+        kind: its kind (``command`` …), as written in the suite.
+        status: ``pass``, ``fail`` or ``error`` (could not run).
+        detail: one human-readable line saying why.
+        weight: its weight in the run's score (>= 0, default 1).
+        diagnostics: kind-specific facts, camelCase keys (JSON-serialisable).
+    """
+
+    id: str
+    kind: str
+    status: VerifierStatus
+    detail: str
+    weight: float = 1.0
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "status": self.status,
+                "detail": self.detail, "weight": self.weight,
+                "diagnostics": dict(self.diagnostics)}
+
+
+@dataclass(frozen=True)
+class _Context:
+    workspace: Path
+    baseline: Snapshot
+    events: list[dict[str, Any]] | None
+    env: Mapping[str, str]
+    cancel: threading.Event | None
+
+
+Outcome = tuple[VerifierStatus, str, dict[str, Any]]
+
+
+class _SpecInvalid(LabError):
+    """A verifier spec field is missing or has the wrong type (→ error)."""
+
+
+def _field(spec: Mapping[str, Any], key: str, kind: type | tuple[type, ...],
+           default: Any = ...) -> Any:
+    if key not in spec:
+        if default is ...:
+            raise _SpecInvalid(f"field {key!r} is required")
+        return default
+    value = spec[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    # bool is an int subclass; JSON true is never a valid count or exit code.
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise _SpecInvalid(f"field {key!r}: expected {names}, got {value!r}")
+    return value
+
+
+def _one_line(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# --- command (V1) -------------------------------------------------------------
+
+def _check_command(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
+    argv = _field(spec, "argv", list)
+    if not argv or not all(isinstance(a, str) for a in argv):
+        raise _SpecInvalid(f"field 'argv': expected a non-empty list of strings, got {argv!r}")
+    timeout_ms = _field(spec, "timeoutMs", int, DEFAULT_TIMEOUT_MS)
+    if not 1 <= timeout_ms <= MAX_TIMEOUT_MS:
+        raise _SpecInvalid(f"field 'timeoutMs': expected 1..{MAX_TIMEOUT_MS}, got {timeout_ms}")
+    expect_exit = _field(spec, "expectExit", int, 0)
+    expect_text = _field(spec, "expectStdoutIncludes", str, None)
+    try:
+        result = run_process(argv, cwd=ctx.workspace, timeout_ms=timeout_ms, env=ctx.env,
+                             cancel=ctx.cancel)
+    except ProcessStartError as exc:
+        return "error", str(exc), {}
+    diagnostics = {
+        "exitCode": result.exit_code,
+        "stdoutBytes": result.stdout_bytes,
+        "stderrBytes": result.stderr_bytes,
+        "stderrTail": result.stderr[-STDERR_TAIL_BYTES:].decode("utf-8", errors="replace"),
+        "timedOut": result.timed_out,
+        "durationMs": result.duration_ms,
+    }
+    if result.cancelled:
+        return "error", "cancelled", diagnostics
+    if result.timed_out:
+        return "fail", f"timed out after {timeout_ms} ms (process group killed)", diagnostics
+    if result.exit_code != expect_exit:
+        return "fail", f"exit code {result.exit_code}, expected {expect_exit}", diagnostics
+    if expect_text is not None and expect_text not in result.stdout.decode(
+            "utf-8", errors="replace"):
+        return "fail", f"stdout does not include {_one_line(expect_text)!r}", diagnostics
+    return "pass", f"exit code {result.exit_code} as expected", diagnostics
+
+
+# --- files (V2–V4) ------------------------------------------------------------
+
+def _read_file(spec: Mapping[str, Any], ctx: _Context) -> tuple[str, bytes | None]:
+    """(rel, bytes) of the spec's path; bytes None when missing or not a file."""
+    rel = _field(spec, "path", str)
+    path = resolve_inside(ctx.workspace, rel)
+    if not path.is_file():
+        return rel, None
+    return rel, path.read_bytes()
+
+
+def _check_file_equals(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
+    expected = _field(spec, "sha256", str).lower()
+    rel, data = _read_file(spec, ctx)
+    if data is None:
+        return "fail", f"{rel} is missing (or not a regular file)", {"expectedSha256": expected}
+    actual = hashlib.sha256(data).hexdigest()
+    diagnostics = {"expectedSha256": expected, "actualSha256": actual, "bytes": len(data)}
+    if actual != expected:
+        return "fail", f"{rel} has sha256 {actual[:12]}…, expected {expected[:12]}…", diagnostics
+    return "pass", f"{rel} matches sha256 {expected[:12]}…", diagnostics
+
+
+def _check_file_contains(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
+    text = _field(spec, "text", str)
+    rel, data = _read_file(spec, ctx)
+    if data is None:
+        return "fail", f"{rel} is missing (or not a regular file)", {}
+    if text.encode("utf-8") not in data:
+        return "fail", f"{rel} does not contain {_one_line(text)!r}", {"bytes": len(data)}
+    return "pass", f"{rel} contains {_one_line(text)!r}", {"bytes": len(data)}
+
+
+def _check_file_absent(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
+    rel = _field(spec, "path", str)
+    path = resolve_inside(ctx.workspace, rel)
+    # A dangling link at the path counts as present: the name still exists.
+    if path.exists() or (ctx.workspace / rel).is_symlink():
+        return "fail", f"{rel} exists", {}
+    return "pass", f"{rel} is absent", {}
+
+
+# --- tree-diff-within (V5) ----------------------------------------------------
+
+def _allowed(path: str, allowed: list[str]) -> bool:
+    for entry in allowed:
+        entry = entry.removeprefix("./")
+        if entry.endswith("/") and path.startswith(entry):
+            return True
+        if path == entry:
+            return True
+    return False
+
+
+def _check_tree_diff(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
+    allowed = _field(spec, "allowed", list)
+    if not all(isinstance(a, str) for a in allowed):
+        raise _SpecInvalid(f"field 'allowed': expected a list of strings, got {allowed!r}")
+    diff = diff_snapshots(ctx.baseline, snapshot(ctx.workspace))
+    offending = [p for p in diff.paths if not _allowed(p, allowed)]
+    diagnostics = {"added": len(diff.added), "changed": len(diff.changed),
+                   "deleted": len(diff.deleted), "offending": offending[:100]}
+    if offending:
+        shown = ", ".join(offending[:_SHOWN_PATHS])
+        more = f" (+{len(offending) - _SHOWN_PATHS} more)" if len(offending) > _SHOWN_PATHS else ""
+        return "fail", f"{len(offending)} path(s) changed outside allowed: {shown}{more}", \
+            diagnostics
+    return "pass", f"{len(diff.paths)} changed path(s), all allowed", diagnostics
+
+
+# --- tool-sequence (V6) -------------------------------------------------------
+
+def _tool_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e.get("type") == "tool_call"]
+
+
+def _seq(event: Mapping[str, Any]) -> Any:
+    return event.get("seq")
+
+
+def _rule_before(spec: Mapping[str, Any], calls: list[dict[str, Any]]) -> Outcome:
+    first, then = _field(spec, "first", str), _field(spec, "then", str)
+    for call in calls:
+        if call.get("tool") == first:
+            break
+        if call.get("tool") == then:
+            return "fail", f"{then} called (seq {_seq(call)}) before any {first}", \
+                {"violationSeq": _seq(call)}
+    return "pass", f"no {then} call before the first {first}", {}
+
+
+def _rule_never(spec: Mapping[str, Any], calls: list[dict[str, Any]]) -> Outcome:
+    tool = _field(spec, "tool", str)
+    hits = [c for c in calls if c.get("tool") == tool]
+    if hits:
+        return "fail", f"{tool} was called {len(hits)} time(s) (first at seq {_seq(hits[0])})", \
+            {"calls": len(hits), "violationSeq": _seq(hits[0])}
+    return "pass", f"{tool} was never called", {"calls": 0}
+
+
+def _rule_max_calls(spec: Mapping[str, Any], calls: list[dict[str, Any]]) -> Outcome:
+    tool, limit = _field(spec, "tool", str), _field(spec, "max", int)
+    if limit < 0:
+        raise _SpecInvalid(f"field 'max': expected >= 0, got {limit}")
+    count = sum(1 for c in calls if c.get("tool") == tool)
+    diagnostics = {"calls": count, "max": limit}
+    if count > limit:
+        return "fail", f"{tool} called {count} times, at most {limit} allowed", diagnostics
+    return "pass", f"{tool} called {count} time(s), at most {limit} allowed", diagnostics
+
+
+def _rule_no_repeat_failure(spec: Mapping[str, Any], calls: list[dict[str, Any]]) -> Outcome:
+    tool = _field(spec, "tool", str)
+    failed: set[str] = set()
+    for call in calls:
+        if call.get("tool") != tool:
+            continue
+        key = json.dumps(call.get("arguments"), sort_keys=True, default=str)
+        if key in failed:
+            return "fail", (f"{tool} repeated (seq {_seq(call)}) with the same arguments "
+                            "after a failed call"), {"violationSeq": _seq(call)}
+        if call.get("outcome") in ("error", "denied"):
+            failed.add(key)
+    return "pass", f"no failed {tool} call was repeated with the same arguments", {}
+
+
+_RULES: dict[str, Callable[[Mapping[str, Any], list[dict[str, Any]]], Outcome]] = {
+    "before": _rule_before,
+    "never": _rule_never,
+    "max-calls": _rule_max_calls,
+    "no-repeat-failure": _rule_no_repeat_failure,
+}
+
+
+def _check_tool_sequence(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
+    if ctx.events is None:
+        return "error", "events missing", {}
+    rule = _field(spec, "rule", str)
+    if rule not in _RULES:
+        raise _SpecInvalid(f"field 'rule': unknown rule {rule!r}; known: {', '.join(_RULES)}")
+    return _RULES[rule](spec, _tool_calls(ctx.events))
+
+
+_KINDS: dict[str, Callable[[Mapping[str, Any], _Context], Outcome]] = {
+    "command": _check_command,
+    "file-equals": _check_file_equals,
+    "file-contains": _check_file_contains,
+    "file-absent": _check_file_absent,
+    "tree-diff-within": _check_tree_diff,
+    "tool-sequence": _check_tool_sequence,
+}
+KINDS = frozenset(_KINDS)
+"""Every verifier kind this module knows."""
+
+
+def _weight(spec: Mapping[str, Any]) -> tuple[float, str | None]:
+    raw = spec.get("weight", 1)
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not raw >= 0:
+        return 1.0, f"field 'weight': expected a number >= 0, got {raw!r}"
+    return float(raw), None
+
+
+def _run_one(spec: Mapping[str, Any], index: int, ctx: _Context) -> VerifierResult:
+    verifier_id = str(spec.get("id", f"verifiers[{index}]"))
+    kind = str(spec.get("kind", ""))
+    weight, weight_problem = _weight(spec)
+
+    def result(status: VerifierStatus, detail: str,
+               diagnostics: dict[str, Any] | None = None) -> VerifierResult:
+        return VerifierResult(verifier_id, kind, status, detail, weight, diagnostics or {})
+
+    if weight_problem:
+        return result("error", f"invalid verifier: {weight_problem}")
+    if ctx.cancel is not None and ctx.cancel.is_set():
+        return result("error", "cancelled")
+    check = _KINDS.get(kind)
+    if check is None:
+        return result("error", f"unknown verifier kind {kind!r}")
+    try:
+        status, detail, diagnostics = check(spec, ctx)
+    except _SpecInvalid as exc:
+        return result("error", f"invalid verifier: {exc}")
+    except ToolError as exc:  # path outside the workspace, or unresolvable
+        return result("error", str(exc))
+    except (OSError, LabError) as exc:  # unreadable file, snapshot failed
+        return result("error", _one_line(f"{type(exc).__name__}: {exc}", 200))
+    except Exception as exc:  # noqa: BLE001 - one broken verifier must not stop the others
+        return result("error", f"verifier crashed: {type(exc).__name__}: {_one_line(str(exc))}")
+    return result(status, _one_line(detail, 200), diagnostics)
+
+
+def run_verifiers(specs: list[dict[str, Any]], *, workspace: Path, baseline: Snapshot,
+                  events: list[dict[str, Any]] | None, env: Mapping[str, str],
+                  cancel: threading.Event | None = None) -> list[VerifierResult]:
+    """Run every verifier of a task against its workspace, in order.
+
+    Args:
+        specs: verifier dicts from ``suite.json`` (``id``, ``kind``, kind fields,
+            optional ``weight``).
+        workspace: the task copy; commands run here and paths resolve here.
+        baseline: ``snapshot`` of the workspace taken before the agent ran.
+        events: the run's event log (H6); ``None`` makes tool-sequence verifiers
+            ``error`` ("events missing").
+        env: environment of command verifiers (see ``lab.process.minimal_env``).
+        cancel: when set, a running command is killed and every verifier not
+            yet finished is ``error`` "cancelled".
+
+    Returns:
+        One ``VerifierResult`` per spec, same order. Never raises for a bad
+        spec, a missing file or a crashing check: that verifier is ``error``.
+    """
+    ctx = _Context(Path(workspace), baseline, events, env, cancel)
+    return [_run_one(spec, index, ctx) for index, spec in enumerate(specs)]
+
+
+def score(results: list[VerifierResult]) -> float | None:
+    """Weighted share of passing verifiers (V7).
+
+    Returns:
+        sum(weight of passes) / sum(weights), in [0, 1]; ``error`` and ``fail``
+        both count as not passing. ``None`` when the total weight is 0 (no
+        verifiers, or all weights 0).
+    """
+    total = sum(r.weight for r in results)
+    if total <= 0:
+        return None
+    return sum(r.weight for r in results if r.status == "pass") / total

@@ -1,0 +1,38 @@
+"""Fixtures shared by every test: a clean environment and the --run-live switch."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+SECRET_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-live", action="store_true", default=False,
+                     help="also run tests that call a real provider (needs an API key)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-live"):
+        os.environ["LAB_RUN_LIVE"] = "1"
+        return
+    skip = pytest.mark.skip(reason="live provider test: pass --run-live")
+    for item in items:
+        if "live" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No LAB_* variables or API keys leak in; the run store lives in a temp dir."""
+    live = os.environ.get("LAB_RUN_LIVE") == "1"
+    for name in list(os.environ):
+        if name.startswith("LAB_") and not (live and name == "LAB_RUN_LIVE"):
+            monkeypatch.delenv(name, raising=False)
+        if name in SECRET_VARS and not live:
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path_factory.mktemp("runs")))
+    yield

@@ -1,0 +1,61 @@
+"""Composing every config option, and one clear line per bad override."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab.config import compose_config
+from lab.errors import ConfigError
+from lab.paths import CONF_DIR
+
+GROUPS = ("suite", "provider", "mode", "agent", "variant")
+
+
+@pytest.mark.parametrize(("group", "option"), [
+    (g, p.stem) for g in GROUPS for p in sorted((CONF_DIR / g).glob("*.yaml"))])
+def test_every_group_option_composes(group: str, option: str) -> None:
+    config = compose_config([f"{group}={option}"])
+    assert len(config.config_hash()) == 64
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("kk=3", "unknown key 'kk'"),
+    ("+kk=3", "unknown key 'kk'"),
+    ("agent.limits.nope=1", "unknown key 'agent.limits.nope'"),
+    ("k=abc", "bad value in override 'k=abc'"),
+    ("k=0", "k: 0 is less than the minimum of 1"),
+    ("suite=nope", "no option 'nope' in group 'suite'"),
+    ("allow=[write,bogus]", "allow[1]: 'bogus' is not one of"),
+    ("rates.input=3", "give both rates.input and rates.output"),
+    ("k=[1", "cannot parse override 'k=[1'"),
+])
+def test_bad_override_is_one_line_naming_the_key(override: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        compose_config([override])
+    text = str(info.value)
+    assert message in text
+    assert "\n" not in text
+
+
+def test_replay_defaults_k_to_one_and_live_to_the_suite_default() -> None:
+    assert compose_config(["mode=replay"]).k == 1
+    assert compose_config([]).k == 5
+    assert compose_config(["mode=replay", "k=3"]).k == 3
+
+
+def test_hash_ignores_runtime_knobs_and_endpoint() -> None:
+    base = compose_config(["provider=openai"]).config_hash()
+    for override in ("k=7", "seed=3", "jobs=4", "out=/tmp/x", "provider.base_url=http://127.0.0.1:9/v1",
+                     "provider.api_key_env=OTHER_KEY", "progress=true"):
+        assert compose_config(["provider=openai", override]).config_hash() == base, override
+
+
+def test_hash_follows_measured_keys() -> None:
+    base = compose_config([]).config_hash()
+    for override in ("provider.model=other", "agent.max_output_tokens=100", "variant=no-compaction",
+                     "agent.compaction.threshold=0.5", "mode=replay"):
+        assert compose_config([override]).config_hash() != base, override
+
+
+def test_hash_is_stable_across_compositions() -> None:
+    assert compose_config(["k=3"]).config_hash() == compose_config(["seed=9"]).config_hash()
