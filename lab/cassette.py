@@ -24,7 +24,7 @@ from typing import Any
 
 from lab.config import canonical_hash
 from lab.errors import CassetteError, CassetteMiss
-from lab.files import write_atomic
+from lab.files import dumps_line, write_atomic
 from lab.providers.base import Exchange, Provider, Purpose
 
 FORMAT = "cassette/v1"
@@ -246,9 +246,7 @@ def read_cassette(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 def dump_cassette(header: dict[str, Any], calls: list[dict[str, Any]]) -> bytes:
     """The bytes of a cassette: one canonical JSON object per line (byte-deterministic)."""
-    lines = [json.dumps(rec, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-             for rec in [header, *calls]]
-    return ("\n".join(lines) + "\n").encode("utf-8")
+    return "".join(dumps_line(rec) for rec in [header, *calls]).encode("utf-8")
 
 
 def write_cassette(path: Path, data: bytes) -> None:

@@ -23,9 +23,24 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def ordered(value: Any) -> Any:
+    """``value`` with every object's keys sorted, ``schemaVersion`` first."""
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda k: (k != "schemaVersion", k))
+        return {k: ordered(value[k]) for k in keys}
+    if isinstance(value, list):
+        return [ordered(v) for v in value]
+    return value
+
+
 def dumps_json(value: Any) -> str:
-    """JSON as the lab writes it: sorted keys, 2-space indent, trailing newline."""
-    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    """JSON as the lab writes it: sorted keys (``schemaVersion`` first), 2-space indent, trailing newline."""
+    return json.dumps(ordered(value), indent=2, ensure_ascii=False) + "\n"
+
+
+def dumps_line(value: Any) -> str:
+    """One compact JSON Lines record (keys as :func:`ordered`), with its newline."""
+    return json.dumps(ordered(value), ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def write_json(path: Path, value: Any) -> None:

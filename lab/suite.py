@@ -69,6 +69,17 @@ class Suite:
         raise KeyError(task_id)
 
 
+def resolve_suite(config: Any) -> Suite:
+    """Load the suite an effective configuration names (``suite.path``).
+
+    Raises:
+        SuiteError: as :func:`load_suite`.
+    """
+    from lab.paths import from_root
+
+    return load_suite(from_root(config.data["suite"]["path"]))
+
+
 def load_suite(path: Path) -> Suite:
     """Load and validate the suite in directory ``path`` (or its suite.json).
 

@@ -77,12 +77,12 @@ def prepare(overrides: list[str], *, mode: str | None = None) -> Prepared:
     from lab.config import compose_config
     from lab.plan import check_grants, plan_runs, run_id, select_tasks
     from lab.run import EvalContext
-    from lab.suite import load_suite
+    from lab.suite import resolve_suite
 
     if mode is not None:
         overrides = [*overrides, f"mode={mode}"]
     config = compose_config(overrides)
-    suite = load_suite(paths.from_root(config.data["suite"]["path"]))
+    suite = resolve_suite(config)
     tasks = select_tasks(suite, list(config.data["tasks"]))
     check_grants(tasks, config, suite.id)
     cassettes = paths.from_root(config.data["cassette_dir"] or paths.CASSETTES_DIR)
@@ -93,27 +93,46 @@ def prepare(overrides: list[str], *, mode: str | None = None) -> Prepared:
                     run_id=run_id(suite.id, config.config_hash(), k, config.seed), k=k)
 
 
-def _prepare_or_invalid(overrides: list[str], mode: str | None = None) -> Prepared:
-    from doit.exceptions import InvalidTask
+def usage_error_tasks(basename: str, message: str) -> Iterator[dict[str, Any]]:
+    """Tasks that print ``message`` to stderr and make doit exit 1, before any run.
 
-    try:
-        return prepare(overrides, mode=mode)
-    except LabError as exc:
-        raise InvalidTask(str(exc)) from None
+    (doit turns an exception in a task creator into exit 3 with its own
+    wording; SPEC wants exit 1 and the lab's one-line message.)
+    """
+    hidden = f"_{basename}_usage_error"
+    yield {"basename": hidden, "actions": [(_usage_error, [message])], "verbosity": 2}
+    yield {"name": "usage-error", "actions": None, "task_dep": [hidden]}
+
+
+def _usage_error(message: str) -> Any:
+    from doit.exceptions import TaskFailed
+
+    print(message, file=sys.stderr)
+    return TaskFailed(message, report=False)
 
 
 def task_eval() -> Iterator[dict[str, Any]]:
     """Run a suite k times per task and build its report (doit eval suite=… k=… mode=…)."""
     if not requested("eval"):
         return
-    yield from eval_tasks(_prepare_or_invalid(cmdline_overrides()))
+    try:
+        prep = prepare(cmdline_overrides())
+    except LabError as exc:
+        yield from usage_error_tasks("eval", str(exc))
+        return
+    yield from eval_tasks(prep)
 
 
 def task_record() -> Iterator[dict[str, Any]]:
     """Record cassettes for a suite with the configured provider (doit record suite=…)."""
     if not requested("record"):
         return
-    yield from eval_tasks(_prepare_or_invalid(cmdline_overrides(), mode="record"), always=True)
+    try:
+        prep = prepare(cmdline_overrides(), mode="record")
+    except LabError as exc:
+        yield from usage_error_tasks("record", str(exc))
+        return
+    yield from eval_tasks(prep, always=True)
 
 
 def eval_tasks(prep: Prepared, *, always: bool = False) -> Iterator[dict[str, Any]]:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from lab.files import dumps_json, publish_dir
+from lab.files import dumps_json, dumps_line, publish_dir
 from lab.report.build import build_report
 from lab.report.markdown import render_markdown
 
@@ -26,5 +25,5 @@ def write_report(report_dir: Path, doc: dict[str, Any], records: list[dict[str, 
     (staging / "report.json").write_text(dumps_json(doc), encoding="utf-8")
     (staging / "report.md").write_text(render_markdown(doc), encoding="utf-8")
     (staging / "runs.jsonl").write_text(
-        "".join(json.dumps(r, sort_keys=True, ensure_ascii=False) + "\n" for r in ordered), encoding="utf-8")
+        "".join(dumps_line(r) for r in ordered), encoding="utf-8")
     publish_dir(staging, report_dir)

@@ -1,0 +1,36 @@
+"""`lab run` and `lab record`: drive the same doit graph as `doit eval` / `doit record`."""
+
+from __future__ import annotations
+
+import sys
+
+
+def run(overrides: list[str]) -> int:
+    """``lab run OVERRIDES…`` = ``doit eval OVERRIDES…``; returns the SPEC exit code."""
+    return _doit("eval", overrides)
+
+
+def record(overrides: list[str]) -> int:
+    """``lab record OVERRIDES…`` = ``doit record OVERRIDES…``."""
+    return _doit("record", overrides)
+
+
+def _doit(basename: str, overrides: list[str]) -> int:
+    """Run doit task ``basename`` with ``overrides`` as variables; map its result."""
+    from doit.cmd_base import ModuleTaskLoader
+    from doit.doit_cmd import DoitMain
+
+    from lab import tasks
+
+    bad = [o for o in overrides if "=" not in o or o.startswith("-")]
+    if bad:
+        print(f"lab {basename}: expected key=value overrides, got {' '.join(bad)!r}", file=sys.stderr)
+        return 1
+    tasks.REQUESTED = {basename}
+    tasks.OUTCOME.clear()
+    namespace = {"task_eval": tasks.task_eval, "task_record": tasks.task_record,
+                 "DOIT_CONFIG": tasks.doit_config()}
+    result = DoitMain(ModuleTaskLoader(namespace)).run([basename, *overrides])
+    if "code" in tasks.OUTCOME:
+        return int(tasks.OUTCOME["code"])
+    return 0 if result == 0 else 1

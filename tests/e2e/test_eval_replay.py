@@ -1,0 +1,105 @@
+"""The main job end to end: `doit eval … mode=replay` as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.lab_process import ROOT, run_cmd
+
+pytestmark = pytest.mark.slow
+
+
+def records_of(data_dir: Path) -> dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in data_dir.glob("*/*/runs/*/*.json")}
+
+
+def report_of(stdout: str) -> Path:
+    line = next(ln for ln in stdout.splitlines() if ln.startswith("report: "))
+    return Path(line.removeprefix("report: ")).parent
+
+
+def test_replay_passes_states_conditions_and_reruns_nothing(tmp_path: Path) -> None:
+    first = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay"], tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    report = json.loads((report_of(first.stdout) / "report.json").read_text())
+    header = report["header"]
+    assert header["mode"] == "replay" and "says nothing about model quality" in header["note"]
+    for key in ("suiteId", "suiteVersion", "suiteDigest", "harnessVersion", "harnessDigest",
+                "configHash", "provider", "model", "k", "seed"):
+        assert header[key] not in (None, ""), key
+    assert report["summary"]["passes"] == report["summary"]["runs"] == len(report["tasks"]) >= 3
+    assert "replay" in (report_of(first.stdout) / "report.md").read_text()
+    before = records_of(tmp_path)
+    second = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay"], tmp_path)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert records_of(tmp_path) == before
+    assert not any(line.startswith(".  eval:smoke-coding") and not line.endswith((".report", ".summary"))
+                   for line in second.stdout.splitlines())
+
+
+def test_k_three_writes_three_runs_per_task(tmp_path: Path) -> None:
+    result = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay", "k=3"], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((report_of(result.stdout) / "report.json").read_text())
+    assert report["header"]["k"] == 3
+    assert all(t["runs"] == 3 for t in report["tasks"])
+
+
+def test_unknown_key_is_one_clear_line(tmp_path: Path) -> None:
+    result = run_cmd(["doit", "eval", "kk=3"], tmp_path)
+    assert result.returncode != 0
+    output = (result.stdout + result.stderr).strip()
+    assert "unknown key 'kk'" in output
+    assert "Traceback" not in output
+    assert len(output.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("field", "edit"), [
+    ("messages[1].content", lambda req: req["messages"][1].update(content=req["messages"][1]["content"] + " Also.")),
+    ("tools[read_file].description",
+     lambda req: next(t for t in req["tools"] if t["function"]["name"] == "read_file")["function"].update(
+         description="Reads a file.")),
+])
+def test_edited_recording_diverges_with_exit_2_and_the_field(tmp_path: Path, field: str, edit: object) -> None:
+    cassettes = tmp_path / "cassettes"
+    shutil.copytree(ROOT / "cassettes" / "smoke-coding", cassettes / "smoke-coding")
+    victim = sorted((cassettes / "smoke-coding").glob("*.jsonl"))[0]
+    lines = [json.loads(line) for line in victim.read_text().splitlines()]
+    edit(lines[1]["request"])  # type: ignore[operator]
+    victim.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay", f"cassette_dir={cassettes}"],
+                     tmp_path / "runs")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"call 0: request differs at {field}" in result.stdout
+    assert victim.stem in result.stdout
+    assert "report: " in result.stdout
+
+
+def test_lab_run_is_the_same_graph(tmp_path: Path) -> None:
+    first = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay"], tmp_path)
+    assert first.returncode == 0
+    before = records_of(tmp_path)
+    again = run_cmd(["lab", "run", "suite=smoke-coding", "mode=replay"], tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert records_of(tmp_path) == before
+    assert report_of(again.stdout) == report_of(first.stdout)
+
+
+def test_every_file_produced_matches_its_schema(tmp_path: Path) -> None:
+    from tests.helpers.schemas import assert_jsonl_valid, assert_valid
+
+    result = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay", "k=2"], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report_dir = report_of(result.stdout)
+    assert_valid("report", json.loads((report_dir / "report.json").read_text()), "report.json")
+    assert_jsonl_valid("run-record", report_dir / "runs.jsonl")
+    records = list(tmp_path.glob("*/*/runs/*/*.json"))
+    assert len(records) == 2 * len(json.loads((report_dir / "report.json").read_text())["tasks"])
+    for record in records:
+        assert_valid("run-record", json.loads(record.read_text()), str(record))
+    for cassette in (ROOT / "cassettes").glob("*/*.jsonl"):
+        assert_jsonl_valid("cassette", cassette)
