@@ -1,0 +1,113 @@
+"""What one run of the built-in agent produced: its result and its event log (SPEC H6).
+
+Event shapes (dicts, in order, each with a running ``seq``)::
+
+    {"seq", "type": "model_call", "purpose": "main"|"compaction", "turn", "latencyMs",
+     "finishReason", "toolCalls", "usage": {"inputTokens", "outputTokens",
+     "cachedInputTokens"} | None}
+    {"seq", "type": "tool_call", "turn", "id", "tool", "arguments" (parsed object, or
+     the raw string when it is not valid JSON), "effect" (None for an unknown tool),
+     "outcome": "ok"|"error"|"denied", "error": str | None}
+    {"seq", "type": "approval", "tool", "effect", "decision": "denied"|"granted"}
+    {"seq", "type": "incident", "kind", "detail"}
+
+Incident kinds written by the harness: ``approval_denied``, ``usage_unreported``
+(once per run), ``compaction``, ``budget_exceeded``, ``tool_error``.
+Turns are numbered from 1; a compaction call carries the turn it precedes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from lab.agent.budget import BudgetName
+from lab.errors import CassetteMiss
+from lab.providers.base import Completion, Usage
+
+StopReason = Literal["answered", "budget_exceeded", "truncated", "cancelled", "error"]
+Claim = Literal["success", "gave_up", "none"]
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """How one run of the agent ended.
+
+    Attributes:
+        stop_reason: why the loop stopped.
+        claim: the final message starts with ``DONE`` → success, ``GIVE UP`` →
+            gave_up; otherwise, and on every other stop reason, none.
+        budget_exceeded: the budget that stopped the run (``maxTurns`` …).
+        final_message: the model's last answer text, if it answered.
+        events: the ordered event log (H6 shapes, see ``EventLog``).
+        turns, tool_calls: main model calls and tool calls made.
+        usage: main-loop usage sum; None when any main turn lacked usage.
+        usage_turns_reported, cached_turns_reported: main turns reporting
+            usage / cached input tokens.
+        compaction_usage: sum over compaction calls (None if none or unreported).
+        compactions: compaction calls made.
+        error: for stop ``error``: {"kind": "provider" | "replay_divergence" |
+            "incomplete_response", "cause", "message"} plus, for a divergence,
+            "callIndex", "field", "recorded", "actual".
+    """
+
+    stop_reason: StopReason
+    claim: Claim
+    budget_exceeded: BudgetName | None
+    final_message: str | None
+    events: list[dict[str, Any]]
+    turns: int
+    tool_calls: int
+    usage: Usage | None
+    usage_turns_reported: int
+    cached_turns_reported: int
+    compaction_usage: Usage | None
+    compactions: int
+    error: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """camelCase keys; usage blocks as ``Usage.to_json`` or None."""
+        return {
+            "stopReason": self.stop_reason, "claim": self.claim,
+            "budgetExceeded": self.budget_exceeded, "finalMessage": self.final_message,
+            "turns": self.turns, "toolCalls": self.tool_calls,
+            "usage": None if self.usage is None else self.usage.to_json(),
+            "usageTurnsReported": self.usage_turns_reported,
+            "cachedTurnsReported": self.cached_turns_reported,
+            "compactionUsage": (None if self.compaction_usage is None
+                                else self.compaction_usage.to_json()),
+            "compactions": self.compactions, "error": self.error, "events": self.events,
+        }
+
+
+class EventLog:
+    """Appends H6 events with a running ``seq``."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def add(self, type_: str, **fields: Any) -> None:
+        self.events.append({"seq": len(self.events), "type": type_, **fields})
+
+    def incident(self, kind: str, detail: str) -> None:
+        self.add("incident", kind=kind, detail=detail)
+
+    def model_call(self, purpose: str, turn: int, done: Completion, latency_ms: int) -> None:
+        self.add("model_call", purpose=purpose, turn=turn, latencyMs=latency_ms,
+                 finishReason=done.finish_reason, toolCalls=len(done.tool_calls),
+                 usage=None if done.usage is None else done.usage.to_json())
+
+
+def claim_of(text: str | None) -> Claim:
+    """``DONE…`` → success, ``GIVE UP…`` → gave_up, else none (leading markdown ignored)."""
+    head = (text or "").lstrip(" \t\r\n*_#>`")
+    if head.startswith("DONE"):
+        return "success"
+    return "gave_up" if head.startswith("GIVE UP") else "none"
+
+
+def divergence_error(exc: CassetteMiss) -> dict[str, Any]:
+    """``AgentResult.error`` for a replay divergence (fields from the CassetteMiss)."""
+    return {"kind": "replay_divergence", "cause": "replay_divergence", "message": str(exc),
+            "callIndex": exc.call_index, "field": exc.field, "recorded": exc.recorded,
+            "actual": exc.actual}

@@ -1,0 +1,393 @@
+"""The harness's tools (SPEC H2): what the model may do in its workspace.
+
+Each tool has a name, a description and a JSON-schema for its arguments (sent
+to the model as a chat-completions ``tools`` entry) and declares its *effect*
+(``read``, ``write``, ``process``, ``external``, ``analysis``), which the
+policy (``lab.agent.policy``) grants or refuses. Every path goes through
+``lab.workspace.resolve_inside``; every misuse becomes an observation
+``error: <message>`` for the model, never an exception out of ``run_tool``.
+
+Result texts the model sees (the scripted provider reads the sha256 lines)::
+
+    read_file              path: <p>\\nsha256: <hex>\\nlines: <n>\\n\\n<content>
+    write_file, edit_file  path: <p>\\nsha256: <hex of new content>\\nbytes: <n>
+    run_command            exit: <n>\\nstdout:\\n<text>\\nstderr:\\n<text>
+                           (timeout: error: timed out after <ms> ms\\nstdout: …)
+    a refused call         error: <message>
+
+Long results are cut to ``limits.tool_output_chars`` with a ``[truncated: …]``
+marker saying what was left out; a command's output keeps its head and tail.
+A non-zero exit is a result (outcome ok); a timeout or cancel is an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import stat
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from jsonschema import Draft202012Validator
+
+from lab.errors import ConfigError, PolicyViolation, ProcessStartError, ToolError
+from lab.process import run_process
+from lab.workspace import IGNORED_NAMES, resolve_inside
+
+Effect = Literal["read", "write", "process", "external", "analysis"]
+EFFECTS: tuple[Effect, ...] = ("read", "write", "process", "external", "analysis")
+
+SEARCH_MAX_MATCHES = 200
+"""Matching lines ``search`` reports before it stops (and says so)."""
+SEARCH_MAX_FILE_BYTES = 1_000_000
+"""Files larger than this are skipped by ``search``."""
+SEARCH_LINE_CHARS = 300
+"""A matching line is cut to this many characters."""
+SEARCH_SKIP = IGNORED_NAMES | {".venv", ".mypy_cache", ".tox", ".hg", ".svn"}
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool may touch during one run.
+
+    Attributes:
+        workspace: the task copy; every path is confined to it.
+        env: the complete environment of ``run_command`` children.
+        output_chars: bound on the text a tool returns (``limits.tool_output_chars``).
+        command_timeout_ms: cap on one command (``limits.command_timeout_ms``).
+        remaining_s: seconds left in the run's wall budget (None = unbounded).
+        cancel: when set, a running command is killed.
+    """
+
+    workspace: Path
+    env: Mapping[str, str]
+    output_chars: int
+    command_timeout_ms: int
+    remaining_s: Callable[[], float | None] = lambda: None
+    cancel: threading.Event | None = None
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """An observation for the model; ``error`` is set when the call failed."""
+
+    text: str
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @classmethod
+    def failed(cls, message: str) -> ToolResult:
+        return cls(f"error: {message}", message)
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: its model-facing schema, its effect and its implementation."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    effect: Effect
+    handler: Callable[[dict[str, Any], ToolContext], ToolResult]
+
+    def schema(self) -> dict[str, Any]:
+        """The chat-completions ``tools`` entry."""
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description, "parameters": self.parameters}}
+
+
+def run_tool(tool: Tool, arguments: Any, ctx: ToolContext) -> ToolResult:
+    """Validate ``arguments`` against the tool's schema and run it.
+
+    Returns:
+        The tool's result; a ``ToolError``, ``PolicyViolation`` or
+        ``ProcessStartError`` becomes ``ToolResult.failed`` (``error: …``).
+    """
+    problem = _argument_problem(tool, arguments)
+    if problem is not None:
+        return ToolResult.failed(f"invalid arguments for {tool.name}: {problem}")
+    try:
+        return tool.handler(arguments, ctx)
+    except (ToolError, PolicyViolation, ProcessStartError) as exc:
+        return ToolResult.failed(str(exc))
+
+
+def _argument_problem(tool: Tool, arguments: Any) -> str | None:
+    errors = sorted(Draft202012Validator(tool.parameters).iter_errors(arguments),
+                    key=lambda e: list(map(str, e.absolute_path)))
+    if not errors:
+        return None
+    where = ".".join(map(str, errors[0].absolute_path))
+    return f"{where}: {errors[0].message}" if where else errors[0].message
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _display(ctx: ToolContext, target: Path) -> str:
+    rel = target.relative_to(ctx.workspace.resolve()).as_posix()
+    return rel or "."
+
+
+def _bound(text: str, limit: int, hint: str) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[truncated: {len(text) - limit} more chars not shown; {hint}]"
+
+
+def _bound_stream(name: str, text: str, limit: int, total_bytes: int, cut: bool) -> str:
+    """Keep the head and the tail of a command's stream (errors tend to be at the end).
+
+    ``cut`` says the capture already dropped the middle (``run_process`` keeps
+    the head and tail bytes); either way one marker states the true size.
+    """
+    if len(text) <= limit and not cut:
+        return text
+    if len(text) <= limit:
+        return f"{text}\n[truncated: {name} was {total_bytes} bytes; only part is shown]"
+    head, tail = text[:limit - limit // 2], text[len(text) - limit // 2:] if limit // 2 else ""
+    return (f"{head}\n[truncated: {name} was {total_bytes} bytes; showing its first "
+            f"{len(head)} and last {len(tail)} chars]\n{tail}")
+
+
+def _os_error(action: str, rel: str, exc: OSError) -> ToolError:
+    return ToolError(f"cannot {action} {rel!r}: {exc.strerror or exc}")
+
+
+def _list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    rel = args.get("path", ".")
+    target = resolve_inside(ctx.workspace, rel)
+    if not target.is_dir():
+        raise ToolError(f"{rel!r} is not a directory")
+    try:
+        entries = sorted(os.scandir(target), key=lambda e: e.name)
+    except OSError as exc:
+        raise _os_error("list", rel, exc) from exc
+    lines = [e.name + ("@" if e.is_symlink() else "/" if e.is_dir() else "") for e in entries]
+    body = "\n".join(lines) if lines else "(empty directory)"
+    text = f"path: {_display(ctx, target)}\n\n{body}"
+    return ToolResult(_bound(text, ctx.output_chars, "list a subdirectory"))
+
+
+def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    rel = args["path"]
+    target = resolve_inside(ctx.workspace, rel)
+    if target.is_dir():
+        raise ToolError(f"{rel!r} is a directory; use list_dir")
+    try:
+        data = target.read_bytes()
+    except OSError as exc:
+        raise _os_error("read", rel, exc) from exc
+    lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+    head = f"path: {_display(ctx, target)}\nsha256: {_sha256(data)}\nlines: {len(lines)}\n\n"
+    if b"\x00" in data[:8192]:
+        return ToolResult(f"{head}[binary file: {len(data)} bytes, content not shown]")
+    start = args.get("offset", 1) - 1
+    if start > 0 and start >= len(lines):
+        raise ToolError(f"offset {start + 1} is past the end of {rel!r} ({len(lines)} lines)")
+    chosen = lines[start:start + args["limit"]] if "limit" in args else lines[start:]
+    return ToolResult(head + _page(chosen, start, len(lines), ctx.output_chars))
+
+
+def _page(chosen: list[str], start: int, total: int, limit: int) -> str:
+    """Whole lines up to ``limit`` chars, then a marker when lines are left."""
+    out: list[str] = []
+    used = 0
+    cut = False
+    for line in chosen:
+        if used + len(line) > limit:
+            cut = True
+            if not out:  # one huge line: show its start rather than nothing
+                out.append(line[:limit])
+            break
+        out.append(line)
+        used += len(line)
+    text = "".join(out)
+    shown_to = start + len(out)
+    if not cut and start == 0 and shown_to == total:
+        return text
+    note = f"truncated at {limit} chars: " if cut else ""
+    more = f"; continue with offset={shown_to + 1}" if shown_to < total else ""
+    sep = "\n" if text and not text.endswith("\n") else ""
+    return f"{text}{sep}[{note}lines {start + 1}-{shown_to} of {total} shown{more}]"
+
+
+def _write_bytes(rel: str, target: Path, data: bytes) -> None:
+    if target.is_dir():
+        raise ToolError(f"{rel!r} is a directory")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    except OSError as exc:
+        raise _os_error("write", rel, exc) from exc
+
+
+def _written(ctx: ToolContext, target: Path, data: bytes) -> ToolResult:
+    return ToolResult(f"path: {_display(ctx, target)}\nsha256: {_sha256(data)}\nbytes: {len(data)}")
+
+
+def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    target = resolve_inside(ctx.workspace, args["path"])
+    data = args["content"].encode("utf-8")
+    _write_bytes(args["path"], target, data)
+    return _written(ctx, target, data)
+
+
+def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    rel, old = args["path"], args["old"]
+    target = resolve_inside(ctx.workspace, rel)
+    if not target.is_file():
+        raise ToolError(f"no such file {rel!r}; use write_file to create a file")
+    try:
+        data = target.read_bytes()
+    except OSError as exc:
+        raise _os_error("read", rel, exc) from exc
+    if args["sha256"].strip().lower() != _sha256(data):
+        raise ToolError("stale sha256: file changed since you read it; read it again")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"{rel!r} is not UTF-8 text; use write_file") from exc
+    if not old:
+        raise ToolError("old must not be empty")
+    count = text.count(old)
+    if count != 1:
+        raise ToolError(f"old text occurs {count} times in {rel!r}; it must occur exactly "
+                        "once (copy it exactly, with enough context to be unique)")
+    new_data = text.replace(old, args["new"], 1).encode("utf-8")
+    _write_bytes(rel, target, new_data)
+    return _written(ctx, target, new_data)
+
+
+def _search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    try:
+        regex = re.compile(args["pattern"])
+    except re.error as exc:
+        raise ToolError(f"invalid regex {args['pattern']!r}: {exc}") from exc
+    base = resolve_inside(ctx.workspace, args.get("path", "."))
+    hits: list[str] = []
+    for path in _text_files(base):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue  # unreadable files are skipped like binary ones
+        if b"\x00" in data[:8192]:
+            continue
+        shown = _display(ctx, path)
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+            if regex.search(line):
+                hits.append(f"{shown}:{number}: {line[:SEARCH_LINE_CHARS]}")
+                if len(hits) > SEARCH_MAX_MATCHES:
+                    break
+        if len(hits) > SEARCH_MAX_MATCHES:
+            break
+    if not hits:
+        return ToolResult(f"no matches for {args['pattern']!r} in {_display(ctx, base)}")
+    text = "\n".join(hits[:SEARCH_MAX_MATCHES])
+    if len(hits) > SEARCH_MAX_MATCHES:
+        text += (f"\n[truncated: stopped after {SEARCH_MAX_MATCHES} matches; "
+                 "narrow the pattern or the path]")
+    return ToolResult(_bound(text, ctx.output_chars, "narrow the pattern or the path"))
+
+
+def _text_files(base: Path) -> list[Path]:
+    """Regular files under ``base`` in sorted order; links and SEARCH_SKIP dirs skipped."""
+    if base.is_file():
+        return [base]
+    found: list[Path] = []
+    for root, dirs, files in os.walk(base):  # does not follow directory links
+        dirs[:] = sorted(d for d in dirs if d not in SEARCH_SKIP)
+        for name in sorted(files):
+            path = Path(root) / name
+            try:
+                info = path.lstat()
+            except OSError:
+                continue  # vanished while walking
+            if stat.S_ISREG(info.st_mode) and info.st_size <= SEARCH_MAX_FILE_BYTES:
+                found.append(path)
+    return found
+
+
+def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    timeout_ms = min(args.get("timeoutMs", ctx.command_timeout_ms), ctx.command_timeout_ms)
+    remaining_s = ctx.remaining_s()
+    if remaining_s is not None:
+        timeout_ms = min(timeout_ms, max(1, math.ceil(remaining_s * 1000)))
+    result = run_process(list(args["argv"]), cwd=ctx.workspace, timeout_ms=timeout_ms,
+                         env=ctx.env, max_output_bytes=4 * ctx.output_chars,
+                         cancel=ctx.cancel)
+    out = result.stdout.decode("utf-8", errors="replace")
+    err = result.stderr.decode("utf-8", errors="replace")
+    half = ctx.output_chars // 2
+    out_chars = min(len(out), max(ctx.output_chars - min(len(err), half), half))
+    shown_out = _bound_stream("stdout", out, out_chars, result.stdout_bytes,
+                              result.stdout_bytes > len(result.stdout))
+    shown_err = _bound_stream("stderr", err, ctx.output_chars - out_chars, result.stderr_bytes,
+                              result.stderr_bytes > len(result.stderr))
+    body = f"stdout:\n{shown_out}\nstderr:\n{shown_err}"
+    if result.timed_out:
+        status = f"timed out after {timeout_ms} ms"
+    elif result.cancelled:
+        status = "cancelled"
+    else:
+        return ToolResult(f"exit: {result.exit_code}\n{body}")
+    return ToolResult(f"error: {status}\n{body}", status)
+
+
+_PATH = {"type": "string", "description": "Path relative to the workspace root."}
+
+
+def _params(required: list[str], **properties: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required,
+            "additionalProperties": False}
+
+
+TOOLS: dict[str, Tool] = {tool.name: tool for tool in (
+    Tool("list_dir", "List the entries of a directory in the workspace (directories end "
+         "with '/', symbolic links with '@').",
+         _params([], path={**_PATH, "default": "."}), "read", _list_dir),
+    Tool("read_file", "Read a text file. The result starts with its path, its sha256 (needed "
+         "by edit_file) and its line count. Use offset (1-based line) and limit (lines) to "
+         "page through long files.",
+         _params(["path"], path=_PATH, offset={"type": "integer", "minimum": 1},
+                 limit={"type": "integer", "minimum": 1}), "read", _read_file),
+    Tool("write_file", "Create or overwrite a file with the given content (parent "
+         "directories are created). Returns the new sha256.",
+         _params(["path", "content"], path=_PATH, content={"type": "string"}),
+         "write", _write_file),
+    Tool("edit_file", "Replace one exact occurrence of `old` with `new` in a file. `sha256` "
+         "must be the file's current sha256 from read_file (or the last edit); `old` must "
+         "occur exactly once. Returns the new sha256.",
+         _params(["path", "sha256", "old", "new"], path=_PATH, sha256={"type": "string"},
+                 old={"type": "string"}, new={"type": "string"}), "write", _edit_file),
+    Tool("search", "Search text files for a Python regular expression; prints matching "
+         "lines as path:line: text.",
+         _params(["pattern"], pattern={"type": "string"},
+                 path={**_PATH, "description": "File or directory to search (default: all)."}),
+         "read", _search),
+    Tool("run_command", "Run a program in the workspace without a shell (argv list, e.g. "
+         "[\"python3\", \"-m\", \"pytest\", \"-q\"]). Returns the exit code, stdout and stderr.",
+         _params(["argv"], argv={"type": "array", "items": {"type": "string"}, "minItems": 1},
+                 timeoutMs={"type": "integer", "minimum": 1}), "process", _run_command),
+)}
+
+
+def tool_schemas(names: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
+    """The chat-completions ``tools`` list for ``names``, in the order given.
+
+    Raises:
+        ConfigError: a name is not a known tool (lists the known ones).
+    """
+    unknown = [name for name in names if name not in TOOLS]
+    if unknown:
+        raise ConfigError(f"agent.tools: unknown tool(s) {unknown}; known: {sorted(TOOLS)}")
+    return [TOOLS[name].schema() for name in names]
