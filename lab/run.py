@@ -11,6 +11,8 @@ import os
 import threading
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,6 +28,7 @@ from lab.suite import Suite, Task
 RECORD_SCHEMA_VERSION = 1
 HARNESS_VERSION = "0.1.0"
 Status = Literal["pass", "fail", "budget_exceeded", "error"]
+VOID_AFTER_ERRORS = 3
 
 
 @dataclass
@@ -46,10 +49,51 @@ class EvalContext:
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     cancel: threading.Event = field(default_factory=threading.Event)
     work_dir: Path | None = None
+    events: Any = None
+    voided: bool = False
+    idle: threading.Condition = field(default_factory=threading.Condition)
+    _active: dict[int, int] = field(default_factory=dict)
+    _errors_in_a_row: int = 0
 
     @property
     def config_hash(self) -> str:
         return self.config.config_hash()
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Mark a run in progress in this thread (so Ctrl-C can wait for workers)."""
+        ident = threading.get_ident()
+        with self.idle:
+            self._active[ident] = self._active.get(ident, 0) + 1
+        try:
+            yield
+        finally:
+            with self.idle:
+                self._active[ident] -= 1
+                self.idle.notify_all()
+
+    def active_elsewhere(self) -> int:
+        """Runs in progress in threads other than the main one."""
+        main = threading.main_thread().ident
+        with self.idle:
+            return sum(n for ident, n in self._active.items() if ident != main)
+
+    def note_result(self, record: dict[str, Any]) -> bool:
+        """Count infrastructure errors in a row (SPEC X3); True when this one voids the eval.
+
+        A replay divergence is the harness's own finding, not an outage: it
+        does not count.
+        """
+        kind = (record.get("error") or {}).get("kind")
+        with self.idle:
+            if record["status"] == "error" and kind != "replay_divergence":
+                self._errors_in_a_row += 1
+            else:
+                self._errors_in_a_row = 0
+            newly = self._errors_in_a_row >= VOID_AFTER_ERRORS and not self.voided
+            if newly:
+                self.voided = True
+            return newly
 
 
 def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:

@@ -30,20 +30,38 @@ REQUESTED: set[str] | None = None
 OUTCOME: dict[str, Any] = {}
 
 
-def doit_config() -> dict[str, Any]:
-    """DOIT_CONFIG: sqlite3 dependency DB in the data dir, ``eval`` by default."""
+def doit_config(variables: dict[str, str] | None = None) -> dict[str, Any]:
+    """DOIT_CONFIG: sqlite3 dependency DB in the data dir, ``eval`` by default.
+
+    ``jobs=N`` runs N runs at once in threads; ``json=true`` silences
+    everything but the JSON lines. Both are read from doit's variables here
+    because doit fixes its runner before any task exists; Hydra validates
+    them again when the tasks are created.
+    """
+    from lab.progress import LabReporter, reset_display
+
     data = paths.data_dir()
     data.mkdir(parents=True, exist_ok=True)
-    return {"dep_file": str(data / ".doit.sqlite"), "backend": "sqlite3",
-            "default_tasks": ["eval"], "verbosity": 2}
+    variables = _cmdline_variables() if variables is None else variables
+    quiet = variables.get("json", "false").lower() in {"true", "1", "yes"}
+    reset_display(quiet=quiet)
+    config: dict[str, Any] = {"dep_file": str(data / ".doit.sqlite"), "backend": "sqlite3",
+                              "default_tasks": ["eval"], "verbosity": 2, "reporter": LabReporter}
+    jobs = variables.get("jobs", "1")
+    if jobs.isdigit() and int(jobs) > 1:
+        config.update(num_process=int(jobs), par_type="thread")
+    return config
+
+
+def _cmdline_variables() -> dict[str, str]:
+    from doit import doit_cmd
+
+    return dict(doit_cmd._CMDLINE_VARS or {})  # doit keeps no public accessor for all of them
 
 
 def cmdline_overrides() -> list[str]:
     """Every ``key=value`` doit received, in command-line order, as Hydra overrides."""
-    from doit import doit_cmd
-
-    variables = doit_cmd._CMDLINE_VARS or {}  # doit keeps no public accessor for all of them
-    return [f"{key}={value}" for key, value in variables.items()]
+    return [f"{key}={value}" for key, value in _cmdline_variables().items()]
 
 
 def requested(basename: str) -> bool:
@@ -66,15 +84,17 @@ class Prepared:
     store: Path
     run_id: str
     k: int
+    basename: str = "eval"
 
 
-def prepare(overrides: list[str], *, mode: str | None = None) -> Prepared:
+def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "eval") -> Prepared:
     """Compose the config once, load the suite, check grants and plan the runs.
 
     Raises:
         LabError: ConfigError or SuiteError naming the key, task and field.
     """
     from lab.config import compose_config
+    from lab.events import EventLog, stderr_if
     from lab.plan import check_grants, plan_runs, run_id, select_tasks
     from lab.run import EvalContext
     from lab.suite import resolve_suite
@@ -88,9 +108,13 @@ def prepare(overrides: list[str], *, mode: str | None = None) -> Prepared:
     cassettes = paths.from_root(config.data["cassette_dir"] or paths.CASSETTES_DIR)
     k = 1 if config.mode == "record" else config.k
     store = paths.data_dir() / suite.id / config.config_hash()[:12]
-    ctx = EvalContext(config=config, suite=suite, cassette_dir=cassettes, work_dir=store / "work")
+    rid = run_id(suite.id, config.config_hash(), k, config.seed)
+    events = EventLog({"suiteId": suite.id, "configHash": config.config_hash(), "runId": rid},
+                      path=store / "events.jsonl", stream=stderr_if(config.data["progress"]))
+    ctx = EvalContext(config=config, suite=suite, cassette_dir=cassettes, work_dir=store / "work",
+                      events=events)
     return Prepared(ctx=ctx, specs=plan_runs([t.id for t in tasks], k, config.seed), store=store,
-                    run_id=run_id(suite.id, config.config_hash(), k, config.seed), k=k)
+                    run_id=rid, k=k, basename=basename)
 
 
 def usage_error_tasks(basename: str, message: str) -> Iterator[dict[str, Any]]:
@@ -128,7 +152,7 @@ def task_record() -> Iterator[dict[str, Any]]:
     if not requested("record"):
         return
     try:
-        prep = prepare(cmdline_overrides(), mode="record")
+        prep = prepare(cmdline_overrides(), mode="record", basename="record")
     except LabError as exc:
         yield from usage_error_tasks("record", str(exc))
         return
@@ -139,12 +163,15 @@ def eval_tasks(prep: Prepared, *, always: bool = False) -> Iterator[dict[str, An
     """The doit tasks of one eval: one per run record, then the report, then the summary."""
     from doit.tools import config_changed
 
+    from lab import interrupt
     from lab.plan import harness_digest
 
     ctx = prep.ctx
     prep.store.mkdir(parents=True, exist_ok=True)
     _write_config(prep)
-    records = []
+    ctx.events.emit("eval_started", runs=len(prep.specs), k=prep.k, mode=ctx.config.mode)
+    interrupt.install(ctx.cancel, ctx.idle, ctx.active_elsewhere)
+    records, run_names = [], []
     force = always or ctx.config.data["force"]
     for spec in prep.specs:
         target = prep.store / "runs" / spec.task_id / f"{spec.name}.json"
@@ -159,16 +186,42 @@ def eval_tasks(prep: Prepared, *, always: bool = False) -> Iterator[dict[str, An
             cassette = cassette_path(ctx.cassette_dir, ctx.suite.id, spec.task_id)
             if cassette.exists():
                 file_dep.append(str(cassette))
-        yield {"name": _run_name(prep, spec),
-               "actions": [(_run_action, [ctx, spec, target])], "targets": [str(target)],
+        name = _run_name(prep, spec)
+        run_names.append(f"{prep.basename}:{name}")
+        yield {"name": name, "actions": [(_run_action, [ctx, spec, target])], "targets": [str(target)],
                "file_dep": file_dep, "uptodate": [False] if force else [config_changed(inputs)],
-               "verbosity": 2}
+               "meta": {"lab": "run"}, "verbosity": 2}
     report_dir = prep.store / "reports" / prep.run_id
     yield {"name": f"{prep.run_id}.report", "actions": [(_report_action, [prep, records, report_dir])],
-           "file_dep": [str(r) for r in records], "targets": [str(report_dir / "report.json")],
-           "verbosity": 2}
-    yield {"name": f"{prep.run_id}.summary", "actions": [(_summary_action, [report_dir])],
-           "file_dep": [str(report_dir / "report.json")], "uptodate": [False], "verbosity": 2}
+           "task_dep": run_names, "targets": [str(report_dir / "report.json")],
+           "uptodate": [_RecordsUnchanged(records)], "verbosity": 2}
+    yield {"name": f"{prep.run_id}.summary", "actions": [(_summary_action, [prep, report_dir])],
+           "task_dep": [f"{prep.basename}:{prep.run_id}.report"], "uptodate": [False], "verbosity": 2}
+
+
+class _RecordsUnchanged:
+    """doit uptodate check: the report is current while its run records are.
+
+    Records may be missing (runs not executed after an eval was voided), so
+    they cannot be doit file_deps; their digest is compared instead.
+    """
+
+    def __init__(self, records: list[Path]) -> None:
+        self.records = records
+
+    def __call__(self, task: Any, values: dict[str, Any]) -> bool:
+        return bool(values.get("records") == records_digest(self.records))
+
+
+def records_digest(records: list[Path]) -> str:
+    """sha256 over the records' paths and contents (``-`` for a missing one)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in records:
+        digest.update(str(path).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest() if path.exists() else b"-")
+    return digest.hexdigest()
 
 
 def _run_name(prep: Prepared, spec: Any) -> str:
@@ -194,47 +247,87 @@ def _public_config(data: dict[str, Any]) -> dict[str, Any]:
 
 def _run_action(ctx: Any, spec: Any, target: Path) -> None:
     from lab.files import write_json
+    from lab.progress import display
+    from lab.report import run_json_line
     from lab.run import execute_run
 
-    record = execute_run(ctx, spec)
+    ident = {"taskId": spec.task_id, "repetition": spec.repetition, "seed": spec.seed}
+    if ctx.voided or ctx.cancel.is_set():
+        ctx.events.emit("run_not_run", **ident, reason="voided" if ctx.voided else "cancelled")
+        return
+    ctx.events.emit("run_started", **ident)
+    try:
+        with ctx.running():
+            record = execute_run(ctx, spec)
+    except KeyboardInterrupt:
+        ctx.cancel.set()
+        ctx.events.emit("run_cancelled", **ident)
+        raise
+    if ctx.cancel.is_set():
+        ctx.events.emit("run_cancelled", **ident)
+        return  # no record: the next identical command runs it again
     write_json(target, record)
-    line = f"   {spec.task_id} r{spec.repetition}: {record['status']}"
+    ctx.events.emit("run_finished", **ident, status=record["status"])
+    if ctx.note_result(record):
+        ctx.events.emit("eval_voided", reason="three infrastructure errors in a row")
+    if ctx.config.data["json"]:
+        print(run_json_line(record), flush=True)
+        return
+    line = f"  {record['status']:<15} {spec.task_id} r{spec.repetition}  ({record['wallMs'] / 1000:.2f} s)"
     if record.get("error"):
-        line += f" ({record['error'].get('kind')}: {record['error'].get('message')})"
+        line += f"  {record['error'].get('kind')}: {record['error'].get('message')}"
     if record.get("workspace"):
-        line += f" — workspace kept at {record['workspace']}"
-    print(line)
+        line += f"  workspace kept at {record['workspace']}"
+    display().run_finished(line, record["status"])
 
 
-def _report_action(prep: Prepared, records: list[Path], report_dir: Path) -> None:
+def _report_action(prep: Prepared, records: list[Path], report_dir: Path) -> Any:
     import json
+
+    from doit.exceptions import TaskFailed
 
     from lab.plan import harness_digest
     from lab.report import build_report, write_report
     from lab.run import HARNESS_VERSION
 
     ctx = prep.ctx
-    runs = [json.loads(p.read_text(encoding="utf-8")) for p in records]
-    provider = ctx.config.data["provider"]
+    if ctx.cancel.is_set():
+        return TaskFailed("cancelled: no report published", report=False)
+    runs = [json.loads(p.read_text(encoding="utf-8")) for p in records if p.exists()]
+    provider, agent = ctx.config.data["provider"], ctx.config.data["agent"]
     header = {"runId": prep.run_id, "suiteId": ctx.suite.id, "suiteVersion": ctx.suite.version,
               "suiteDigest": ctx.suite.digest, "harnessVersion": HARNESS_VERSION,
               "harnessDigest": harness_digest(), "configHash": ctx.config_hash,
               "variant": ctx.config.variant, "provider": provider["name"], "model": provider["model"],
-              "mode": ctx.config.mode, "k": prep.k,
-              "seed": ctx.config.seed, "rates": dict(ctx.config.data["rates"])}
+              "mode": ctx.config.mode, "k": prep.k, "seed": ctx.config.seed,
+              "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
+              "runsRequested": len(records), "tasksRequested": len({s.task_id for s in prep.specs}),
+              "voided": len(runs) < len(records)}
     doc = build_report(header, runs)
     write_report(report_dir, doc, runs)
     if ctx.config.data["out"]:
         write_report(Path(ctx.config.data["out"]).absolute(), doc, runs)
+    ctx.events.emit("report_written", path=str(report_dir))
+    return {"records": records_digest(records)}
 
 
-def _summary_action(report_dir: Path) -> Any:
+def _summary_action(prep: Prepared, report_dir: Path) -> Any:
     from doit.exceptions import TaskError, TaskFailed
 
     from lab.summary import summarise
 
+    from lab.progress import display
+
     code, text = summarise(report_dir)
-    print(text)
+    if display().skipped and not prep.ctx.config.data["json"]:
+        print(f"{display().skipped} run(s) up to date, not executed again")
+    if prep.ctx.config.data["json"]:
+        import json
+
+        doc = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+        print(json.dumps(doc, ensure_ascii=False, separators=(",", ":")), flush=True)
+    else:
+        print(text, flush=True)
     OUTCOME.update(code=code, report_dir=str(report_dir))
     if code == 2:
         return TaskError("replay divergence", report=False)

@@ -29,7 +29,7 @@ def _doit(basename: str, overrides: list[str]) -> int:
     tasks.REQUESTED = {basename}
     tasks.OUTCOME.clear()
     namespace = {"task_eval": tasks.task_eval, "task_record": tasks.task_record,
-                 "DOIT_CONFIG": tasks.doit_config()}
+                 "DOIT_CONFIG": tasks.doit_config(dict(o.split("=", 1) for o in overrides))}
     result = DoitMain(ModuleTaskLoader(namespace)).run([basename, *overrides])
     if "code" in tasks.OUTCOME:
         return int(tasks.OUTCOME["code"])

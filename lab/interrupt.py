@@ -1,0 +1,59 @@
+"""Ctrl-C and SIGTERM during an eval (SPEC X7).
+
+On SIGINT or SIGTERM the lab sets the eval's cancel event (running agents,
+commands and verifiers are killed), waits briefly for runs in worker threads
+to clean up, then raises KeyboardInterrupt in the main thread. doit saves the
+state of every finished run and stops; no report is published; the command
+exits 130 with one line instead of a traceback. SIGTERM is treated like
+SIGINT so finished runs are kept when CI kills the job.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from types import FrameType, TracebackType
+from typing import Any
+
+CLEANUP_WAIT_S = 10.0
+_state: dict[str, Any] = {"installed": False, "cancel": None, "idle": None}
+
+
+def install(cancel: threading.Event, idle: threading.Condition | None = None,
+            active: Any = None) -> None:
+    """Route SIGINT/SIGTERM to ``cancel`` for the rest of this process (main thread only).
+
+    Args:
+        cancel: set when the user interrupts.
+        idle: notified whenever a run finishes; with ``active`` (a callable
+            returning the number of runs in progress) lets the handler wait
+            up to ``CLEANUP_WAIT_S`` seconds for workers to clean up.
+    """
+    _state.update(cancel=cancel, idle=idle, active=active)
+    if _state["installed"] or threading.current_thread() is not threading.main_thread():
+        return
+    signal.signal(signal.SIGINT, _handler)
+    signal.signal(signal.SIGTERM, _handler)
+    sys.excepthook = _excepthook
+    _state["installed"] = True
+
+
+def _handler(signum: int, frame: FrameType | None) -> None:
+    cancel, idle, active = _state["cancel"], _state["idle"], _state["active"]
+    if cancel is not None:
+        if cancel.is_set():
+            raise KeyboardInterrupt  # second Ctrl-C: stop waiting
+        cancel.set()
+        if idle is not None and active is not None:
+            with idle:
+                idle.wait_for(lambda: active() == 0, timeout=CLEANUP_WAIT_S)
+    raise KeyboardInterrupt
+
+
+def _excepthook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+    if issubclass(kind, KeyboardInterrupt):
+        print("cancelled: finished runs are kept; run the same command again to resume",
+              file=sys.stderr)
+        return
+    sys.__excepthook__(kind, value, tb)

@@ -1,0 +1,115 @@
+"""What an eval shows while it works (SPEC X6, M9).
+
+On a terminal: a rich progress bar (runs done/total, passes, errors,
+elapsed) with one line per finished run above it. Elsewhere (CI logs): the
+same lines, no bar. With ``json=true``: nothing but one JSON line per run as
+it finishes and the report last (the summary prints that).
+
+doit calls :class:`LabReporter`; run actions call :func:`display`. Both talk
+to one :class:`Display` per command.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any
+
+from doit.reporter import ConsoleReporter
+
+
+class Display:
+    """Counts runs and draws the bar; thread-safe (runs finish in worker threads)."""
+
+    def __init__(self, *, quiet: bool = False, tty: bool | None = None) -> None:
+        self.quiet = quiet
+        self.tty = sys.stdout.isatty() if tty is None else tty
+        self.total = 0
+        self.done = self.passes = self.errors = self.skipped = 0
+        self._lock = threading.Lock()
+        self._bar: Any = None
+        self._task: Any = None
+        self._t0 = time.monotonic()
+
+    def start(self, total: int) -> None:
+        self.total = total
+        if self.quiet or not self.tty or total == 0:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(),
+                             TextColumn("{task.fields[tally]}"), TimeElapsedColumn(), transient=True)
+        self._task = self._bar.add_task("runs", total=total, tally="")
+        self._bar.start()
+
+    def run_skipped(self) -> None:
+        with self._lock:
+            self.skipped += 1
+            self._advance()
+
+    def run_finished(self, line: str, status: str) -> None:
+        with self._lock:
+            self.done += 1
+            self.passes += status == "pass"
+            self.errors += status == "error"
+            self.print(line)
+            self._advance()
+
+    def print(self, text: str) -> None:
+        if self.quiet:
+            return
+        if self._bar is not None:
+            self._bar.console.print(text, markup=False, highlight=False)
+        else:
+            print(text, flush=True)
+
+    def _advance(self) -> None:
+        if self._bar is not None:
+            tally = f"{self.passes} passed · {self.errors} errors · {self.skipped} up to date"
+            self._bar.update(self._task, completed=self.done + self.skipped, tally=tally)
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+_DISPLAY = Display()
+
+
+def display() -> Display:
+    """The display of the current command."""
+    return _DISPLAY
+
+
+def reset_display(*, quiet: bool = False, tty: bool | None = None) -> Display:
+    """Start a fresh display (once per command)."""
+    global _DISPLAY
+    _DISPLAY = Display(quiet=quiet, tty=tty)
+    return _DISPLAY
+
+
+def _is_run(task: Any) -> bool:
+    return bool((getattr(task, "meta", None) or {}).get("lab") == "run")
+
+
+class LabReporter(ConsoleReporter):  # type: ignore[misc]
+    """doit reporter: run tasks feed the display; other tasks stay silent."""
+
+    desc = "Reliability Lab progress"
+
+    def initialize(self, tasks: Any, selected_tasks: Any) -> None:
+        total = sum(1 for t in tasks.values() if _is_run(t)) if isinstance(tasks, dict) else 0
+        display().start(total)
+
+    def execute_task(self, task: Any) -> None:
+        pass  # the run action prints its own line when it finishes
+
+    def skip_uptodate(self, task: Any) -> None:
+        if _is_run(task):
+            display().run_skipped()
+
+    def complete_run(self) -> None:
+        display().stop()
+        super().complete_run()
