@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .PHONY: eval test ci record-bundled clean
+RECORDED := $(notdir $(wildcard cassettes/*))
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +22,16 @@ eval: $(STAMP)
 ## test: run the test suite
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+## ci: replay every bundled cassette; exit 2 on a divergence, 1 on a failed task
+ci: $(STAMP)
+	$(BIN)/doit ci
+
+## record-bundled: re-record every bundled cassette with the scripted provider (byte-identical when nothing changed)
+record-bundled: $(STAMP)
+	@for suite in $(RECORDED); do \
+	  $(BIN)/doit record suite.id=$$suite suite.path=suites/$$suite provider=scripted || exit $$?; \
+	done
 
 clean:
 	rm -rf runs $(VENV)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,9 +94,13 @@ class Recorder:
              timeout_s: float | None = None) -> Exchange:
         exchange = self.inner.send(request, purpose=purpose, timeout_s=timeout_s)
         normalised = self.normalise(request)
-        self.calls.append({"schemaVersion": SCHEMA_VERSION, "type": "call", "index": len(self.calls),
-                           "purpose": purpose, "fingerprint": fingerprint(normalised),
-                           "request": normalised, "exchange": exchange})
+        call = {"schemaVersion": SCHEMA_VERSION, "type": "call", "index": len(self.calls),
+                "purpose": purpose, "fingerprint": fingerprint(normalised),
+                "request": normalised, "exchange": exchange}
+        headers = getattr(self.inner, "headers", None)
+        if headers:  # extra request headers (never Authorization: the key stays in the environment)
+            call["requestHeaders"] = dict(headers)
+        self.calls.append(call)
         return exchange
 
 
@@ -249,8 +254,31 @@ def dump_cassette(header: dict[str, Any], calls: list[dict[str, Any]]) -> bytes:
     return "".join(dumps_line(rec) for rec in [header, *calls]).encode("utf-8")
 
 
+def check_secrets(header: dict[str, Any], calls: list[dict[str, Any]], *, source: str,
+                  env: Mapping[str, str], credential_env: Iterable[str] = ()) -> None:
+    """Refuse a cassette that holds a secret (R4).
+
+    Scans the header and every call (request headers, request body,
+    exchange) for known key shapes (detect-secrets) and the exact values of
+    credentials in ``env``.
+
+    Raises:
+        CassetteError: naming the call and the field of each hit, never the value.
+    """
+    from lab.secrets import SecretScanner, describe_hits
+
+    scanner = SecretScanner(env=env, credential_env=credential_env)
+    hits = scanner.scan(header, field="header")
+    for call in calls:
+        hits += scanner.scan(call, field=f"calls[{call['index']}]")
+    if hits:
+        raise CassetteError(f"{source}: refused to write a cassette holding a secret: {describe_hits(hits)}")
+
+
 def write_cassette(path: Path, data: bytes) -> None:
     """Write a cassette atomically after the size limits (R4).
+
+    Call :func:`check_secrets` first.
 
     Raises:
         CassetteError: over 256 KB for the file, or over 2 MB for the suite

@@ -10,6 +10,7 @@ SIGINT so finished runs are kept when CI kills the job.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -17,6 +18,7 @@ from types import FrameType, TracebackType
 from typing import Any
 
 CLEANUP_WAIT_S = 10.0
+EXIT_CANCELLED = 130
 _state: dict[str, Any] = {"installed": False, "cancel": None, "idle": None}
 
 
@@ -55,5 +57,7 @@ def _excepthook(kind: type[BaseException], value: BaseException, tb: TracebackTy
     if issubclass(kind, KeyboardInterrupt):
         print("cancelled: finished runs are kept; run the same command again to resume",
               file=sys.stderr)
-        return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_CANCELLED)  # doit has saved its state; exit 130, not death by SIGINT
     sys.__excepthook__(kind, value, tb)

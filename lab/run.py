@@ -18,8 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from lab.cassette import Normaliser, Recorder, Replayer, cassette_path, dump_cassette, \
-    read_cassette, write_cassette
+from lab.cassette import Normaliser, Recorder, Replayer, cassette_path, check_secrets, \
+    dump_cassette, read_cassette, write_cassette
 from lab.config import EffectiveConfig
 from lab.errors import LabError
 from lab.plan import RunSpec, harness_digest
@@ -51,6 +51,7 @@ class EvalContext:
     work_dir: Path | None = None
     events: Any = None
     voided: bool = False
+    warned: set[str] = field(default_factory=set)
     idle: threading.Condition = field(default_factory=threading.Condition)
     _active: dict[int, int] = field(default_factory=dict)
     _errors_in_a_row: int = 0
@@ -133,7 +134,7 @@ def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
     from lab.process import minimal_env
     from lab.verifiers import run_verifiers, score
 
-    provider, recorder, replayer = _provider(ctx, task, workspace)
+    provider, recorder, replayer = _provider(ctx, task, workspace, record)
     result = run_agent(task_prompt=task.prompt, workspace=workspace, provider=provider,
                        settings=agent_settings(ctx.config), policy=_policy(ctx, task),
                        budget=_budget(task), env=ctx.env, cancel=ctx.cancel)
@@ -166,8 +167,10 @@ def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
         record["error"] = {"kind": "verifier", "message": f"verifier {bad.id}: {bad.detail}"}
     if recorder is not None:
         header = cassette_header(ctx, task)
-        write_cassette(cassette_path(ctx.cassette_dir, ctx.suite.id, task.id),
-                       dump_cassette(header, recorder.calls))
+        path = cassette_path(ctx.cassette_dir, ctx.suite.id, task.id)
+        key_env = [ctx.config.data["provider"].get("api_key_env") or ""]
+        check_secrets(header, recorder.calls, source=str(path), env=ctx.env, credential_env=key_env)
+        write_cassette(path, dump_cassette(header, recorder.calls))
 
 
 def _status(stop_reason: str, verifier_statuses: list[str]) -> Status:
@@ -218,11 +221,13 @@ def _budget(task: Task) -> Any:
                   max_tokens=b.get("maxTokens"), max_tool_calls=b.get("maxToolCalls"))
 
 
-def _provider(ctx: EvalContext, task: Task, workspace: Path) -> tuple[Any, Recorder | None, Replayer | None]:
+def _provider(ctx: EvalContext, task: Task, workspace: Path,
+              record: dict[str, Any]) -> tuple[Any, Recorder | None, Replayer | None]:
     normalise = Normaliser(workspace=workspace, rules=task.replay_normalize)
     if ctx.config.mode == "replay":
         path = cassette_path(ctx.cassette_dir, ctx.suite.id, task.id)
         header, calls = read_cassette(path)
+        record["warnings"] = replay_preconditions(ctx, task, header, str(path))
         replayer = Replayer(header=header, calls=calls, normalise=normalise, source=str(path))
         return replayer, None, replayer
     from lab.providers.registry import make_provider
@@ -233,6 +238,30 @@ def _provider(ctx: EvalContext, task: Task, workspace: Path) -> tuple[Any, Recor
         recorder = Recorder(inner=provider, normalise=normalise)
         return recorder, recorder, None
     return provider, None, None
+
+
+def replay_preconditions(ctx: EvalContext, task: Task, header: dict[str, Any], source: str) -> list[str]:
+    """Check a cassette against this run before replaying it (SPEC R5).
+
+    Returns:
+        Warnings: the recording's config hash differs from this configuration's.
+
+    Raises:
+        CassetteError: this run's effective grants differ from the recording's
+            (a replay needs the grants it was recorded with).
+    """
+    from lab.errors import CassetteError
+
+    policy = effective_policy(ctx.config, task)
+    recorded = header.get("policy")
+    if recorded is not None and recorded != policy:
+        raise CassetteError(f"{source}: replay needs the recording's grants: recorded {recorded}, "
+                            f"this run has {policy} (adjust allow=/read_only= or re-record)")
+    warnings = []
+    if header.get("configHash") != ctx.config.config_hash("record"):
+        warnings.append(f"{source}: recorded with config {str(header.get('configHash'))[:12]}, "
+                        f"replayed with {ctx.config.config_hash('record')[:12]}; requests may diverge")
+    return warnings
 
 
 def cassette_header(ctx: EvalContext, task: Task) -> dict[str, Any]:
@@ -272,6 +301,7 @@ def _record_base(ctx: EvalContext, spec: RunSpec, started_at: str) -> dict[str, 
         "compactionUsage": None, "turns": 0, "toolCalls": 0, "compactions": 0,
         "events": [], "incidents": [], "error": None, "divergence": None,
         "startedAt": started_at, "finishedAt": None, "wallMs": None, "workspace": None,
+        "warnings": [],
     }
 
 

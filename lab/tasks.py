@@ -21,7 +21,7 @@ from typing import Any
 from lab import paths
 from lab.errors import LabError
 
-BASENAMES = ("eval", "record")
+BASENAMES = ("eval", "record", "ci")
 DOIT_COMMANDS = frozenset({"auto", "clean", "dumpdb", "forget", "help", "ignore", "info", "list",
                            "reset-dep", "run", "strace", "tabcompletion"})
 
@@ -159,8 +159,47 @@ def task_record() -> Iterator[dict[str, Any]]:
     yield from eval_tasks(prep, always=True)
 
 
-def eval_tasks(prep: Prepared, *, always: bool = False) -> Iterator[dict[str, Any]]:
-    """The doit tasks of one eval: one per run record, then the report, then the summary."""
+def task_ci() -> Iterator[dict[str, Any]]:
+    """Replay every bundled cassette; exit 2 on a divergence, 1 on a failure (doit ci [out=DIR])."""
+    if not requested("ci"):
+        return
+    from lab.gatekeeper import plan_ci
+
+    try:
+        suites, skipped = plan_ci(cmdline_overrides())
+    except LabError as exc:
+        yield from usage_error_tasks("ci", str(exc))
+        return
+    summaries = []
+    for prep in suites:
+        prep.basename = "ci"
+        yield from eval_tasks(prep, gate=False)
+        summaries.append(f"ci:{prep.run_id}.summary")
+    report_dirs = [p.store / "reports" / p.run_id for p in suites]
+    yield {"name": "gate", "actions": [(_ci_gate_action, [report_dirs, skipped])],
+           "task_dep": summaries, "uptodate": [False], "verbosity": 2}
+
+
+def _ci_gate_action(report_dirs: list[Path], skipped: list[tuple[str, str]]) -> Any:
+    from doit.exceptions import TaskError, TaskFailed
+
+    from lab.gatekeeper import ci_verdict
+
+    code, text = ci_verdict(report_dirs, skipped)
+    print(text, flush=True)
+    OUTCOME.update(code=code)
+    if code == 2:
+        return TaskError("replay divergence", report=False)
+    if code == 1:
+        return TaskFailed("ci gate failed", report=False)
+    return None
+
+
+def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> Iterator[dict[str, Any]]:
+    """The doit tasks of one eval: one per run record, then the report, then the summary.
+
+    With ``gate=False`` the summary only prints (``ci`` gates all suites at the end).
+    """
     from doit.tools import config_changed
 
     from lab import interrupt
@@ -195,7 +234,7 @@ def eval_tasks(prep: Prepared, *, always: bool = False) -> Iterator[dict[str, An
     yield {"name": f"{prep.run_id}.report", "actions": [(_report_action, [prep, records, report_dir])],
            "task_dep": run_names, "targets": [str(report_dir / "report.json")],
            "uptodate": [_RecordsUnchanged(records)], "verbosity": 2}
-    yield {"name": f"{prep.run_id}.summary", "actions": [(_summary_action, [prep, report_dir])],
+    yield {"name": f"{prep.run_id}.summary", "actions": [(_summary_action, [prep, report_dir, gate])],
            "task_dep": [f"{prep.basename}:{prep.run_id}.report"], "uptodate": [False], "verbosity": 2}
 
 
@@ -270,6 +309,10 @@ def _run_action(ctx: Any, spec: Any, target: Path) -> None:
     ctx.events.emit("run_finished", **ident, status=record["status"])
     if ctx.note_result(record):
         ctx.events.emit("eval_voided", reason="three infrastructure errors in a row")
+    for warning in record.get("warnings", []):
+        if warning not in ctx.warned:
+            ctx.warned.add(warning)
+            print(f"warning: {warning}", file=sys.stderr, flush=True)
     if ctx.config.data["json"]:
         print(run_json_line(record), flush=True)
         return
@@ -311,7 +354,7 @@ def _report_action(prep: Prepared, records: list[Path], report_dir: Path) -> Any
     return {"records": records_digest(records)}
 
 
-def _summary_action(prep: Prepared, report_dir: Path) -> Any:
+def _summary_action(prep: Prepared, report_dir: Path, gate: bool = True) -> Any:
     from doit.exceptions import TaskError, TaskFailed
 
     from lab.summary import summarise
@@ -329,6 +372,8 @@ def _summary_action(prep: Prepared, report_dir: Path) -> Any:
     else:
         print(text, flush=True)
     OUTCOME.update(code=code, report_dir=str(report_dir))
+    if not gate:
+        return None
     if code == 2:
         return TaskError("replay divergence", report=False)
     if code == 1:

@@ -1,4 +1,4 @@
-"""`lab run` and `lab record`: drive the same doit graph as `doit eval` / `doit record`."""
+"""`lab run`, `lab record`, `lab ci`: drive the same doit graph as `doit eval` / `record` / `ci`."""
 
 from __future__ import annotations
 
@@ -28,9 +28,14 @@ def _doit(basename: str, overrides: list[str]) -> int:
         return 1
     tasks.REQUESTED = {basename}
     tasks.OUTCOME.clear()
-    namespace = {"task_eval": tasks.task_eval, "task_record": tasks.task_record,
+    namespace = {"task_eval": tasks.task_eval, "task_record": tasks.task_record, "task_ci": tasks.task_ci,
                  "DOIT_CONFIG": tasks.doit_config(dict(o.split("=", 1) for o in overrides))}
     result = DoitMain(ModuleTaskLoader(namespace)).run([basename, *overrides])
     if "code" in tasks.OUTCOME:
         return int(tasks.OUTCOME["code"])
     return 0 if result == 0 else 1
+
+
+def ci(overrides: list[str]) -> int:
+    """``lab ci [out=DIR]`` = ``doit ci``: replay every bundled cassette (SPEC R7)."""
+    return _doit("ci", overrides)

@@ -88,7 +88,8 @@ class OpenAICompatProvider:
                  max_retries: int, env: Mapping[str, str],
                  transport: httpx.BaseTransport | None = None,
                  sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 headers: Mapping[str, str] | None = None) -> None:
         if urlsplit(base_url).scheme not in ("http", "https") or not urlsplit(base_url).hostname:
             raise ConfigError(f"provider.base_url: expected an http(s) URL, got {base_url!r}")
         if not api_key_env:
@@ -103,6 +104,11 @@ class OpenAICompatProvider:
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
         self.last_retries: list[dict[str, Any]] = []
+        # Extra request headers (gateways); recorded in cassettes, so scanned for secrets there.
+        self.headers = dict(headers or {})
+        if any(name.lower() == "authorization" for name in self.headers):
+            raise ConfigError("provider.headers: set the API key through provider.api_key_env, "
+                              "not an Authorization header")
         self._env = env
         self._sleep = sleep
         self._clock = clock
@@ -155,7 +161,7 @@ class OpenAICompatProvider:
         remaining_s = deadline - self._clock()
         if remaining_s <= 0:
             raise ProviderTimeout(f"{self.url}: the wall budget was spent before the call")
-        headers = {"Authorization": f"Bearer {api_key}"}
+        headers = {**self.headers, "Authorization": f"Bearer {api_key}"}
         with self._translated(remaining_s):
             with httpx.Client(timeout=httpx.Timeout(remaining_s), **self._client_options) as client:
                 if self.stream:

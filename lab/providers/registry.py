@@ -45,7 +45,7 @@ def make_provider(settings: Mapping[str, Any], *, suite_dir: Path, task_id: str,
             stream=_setting(settings, "stream", bool, False),
             timeout_s=float(_setting(settings, "timeout_s", (int, float), 120.0)),
             max_retries=_setting(settings, "max_retries", int, 2),
-            env=env)
+            env=env, headers=dict(settings.get("headers") or {}))
     raise ConfigError(f"provider.name: expected one of {', '.join(PROVIDER_NAMES)}, got {name!r}")
 
 

@@ -1,0 +1,130 @@
+"""The run engine through the real `doit` command: cancellation, voiding, jobs, progress, json."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.lab_process import BIN, ROOT, run_cmd
+
+pytestmark = pytest.mark.slow
+UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+def records(data_dir: Path) -> dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in data_dir.glob("*/*/runs/*/*.json")}
+
+
+def test_sigint_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env["LAB_DATA_DIR"] = str(tmp_path)
+    proc = subprocess.Popen([str(BIN / "doit"), "eval", "suite=smoke-coding", "k=5", "progress=true"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    finished = 0
+    for line in proc.stderr:  # lifecycle events arrive as the runs finish
+        if json.loads(line)["event"] == "run_finished":
+            finished += 1
+        if finished == 3:
+            proc.send_signal(signal.SIGINT)
+            break
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err
+    assert not list(tmp_path.glob("*/*/reports/*"))
+    kept = records(tmp_path)
+    assert 3 <= len(kept) < 35
+    events = [json.loads(x) for x in (next(tmp_path.glob("*/*/events.jsonl"))).read_text().splitlines()]
+    assert any(e["event"] == "run_cancelled" for e in events)
+    again = run_cmd(["doit", "eval", "suite=smoke-coding", "k=5"], tmp_path)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"{len(kept)} run(s) up to date" in again.stdout
+    after = records(tmp_path)
+    assert len(after) == 35
+    assert all(after[p] == mtime for p, mtime in kept.items())
+
+
+def test_three_infrastructure_errors_in_a_row_void_the_eval(tmp_path: Path) -> None:
+    result = run_cmd(["doit", "eval", "suite=smoke-coding", "k=1", "provider=openai",
+                      "provider.base_url=http://127.0.0.1:9/v1", "provider.max_retries=0",
+                      "provider.api_key_env=LAB_TEST_NO_SUCH_KEY"], tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    report = json.loads(next(tmp_path.glob("*/*/reports/*/report.json")).read_text())
+    assert report["header"]["voided"] is True
+    assert report["header"]["runsRequested"] == 7
+    assert report["summary"]["runs"] == 3
+    assert report["summary"]["errors"] == 3
+    events = [json.loads(x) for x in next(tmp_path.glob("*/*/events.jsonl")).read_text().splitlines()]
+    assert sum(e["event"] == "run_not_run" for e in events) == 4
+    assert any(e["event"] == "eval_voided" for e in events)
+
+
+def _statuses(data_dir: Path) -> list[tuple[str, int, str]]:
+    doc = json.loads(next(data_dir.glob("*/*/reports/*/report.json")).read_text())
+    return [(r["taskId"], r["repetition"], r["status"]) for r in doc["runs"]]
+
+
+def test_jobs_give_the_same_report_as_one_at_a_time(tmp_path: Path) -> None:
+    one = run_cmd(["doit", "eval", "suite=core", "mode=replay", "k=2"], tmp_path / "one")
+    many = run_cmd(["doit", "eval", "suite=core", "mode=replay", "k=2", "jobs=4"], tmp_path / "many")
+    assert one.returncode == many.returncode == 0, many.stdout + many.stderr
+    assert _statuses(tmp_path / "one") == _statuses(tmp_path / "many")
+    assert len(_statuses(tmp_path / "many")) == 10
+
+
+def test_progress_streams_versioned_events_to_stderr(tmp_path: Path) -> None:
+    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "progress=true"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stderr.splitlines()]
+    assert {e["event"] for e in events} >= {"eval_started", "run_started", "run_finished", "report_written"}
+    for event in events:
+        assert event["schema"] == "lab.event.v1"
+        assert UTC.match(event["ts"])
+        assert event["suiteId"] == "core" and len(event["configHash"]) == 64
+    finished = [e for e in events if e["event"] == "run_finished"]
+    assert len(finished) == 5 and all(e["status"] == "pass" and "taskId" in e for e in finished)
+
+
+def test_json_prints_a_line_per_run_and_the_report_last(tmp_path: Path) -> None:
+    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "json=true"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) == 6
+    assert all(line["status"] == "pass" for line in lines[:5])
+    assert lines[-1]["schemaVersion"] == 1 and lines[-1]["header"]["suiteId"] == "core"
+
+
+def test_ci_replays_every_bundled_suite(tmp_path: Path) -> None:
+    result = run_cmd(["lab", "ci", f"out={tmp_path / 'out'}"], tmp_path / "runs")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for suite in (ROOT / "suites").iterdir():
+        if (suite / "suite.json").exists():
+            assert re.search(rf"^{re.escape(suite.name)}\s", result.stdout, re.M), suite.name
+    for suite in (ROOT / "cassettes").iterdir():
+        assert (tmp_path / "out" / suite.name / "report.json").exists()
+        assert (tmp_path / "out" / suite.name / "report.md").exists()
+
+
+def test_editing_a_tool_description_in_the_harness_fails_ci_naming_the_field(tmp_path: Path) -> None:
+    copy = tmp_path / "checkout"
+    for name in ("lab", "conf", "suites", "cassettes"):
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "dodo.py", copy / "dodo.py")
+    tools = copy / "lab" / "agent" / "tools.py"
+    text = tools.read_text()
+    edited = text.replace('Tool("read_file", "Read a text file.', 'Tool("read_file", "Carefully read a text file.', 1)
+    assert edited != text, "could not find the read_file tool description"
+    tools.write_text(edited)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env["LAB_DATA_DIR"] = str(tmp_path / "runs")
+    result = subprocess.run([str(BIN / "python"), "-m", "doit", "ci"], cwd=copy, env=env,
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "tools[read_file].description" in result.stdout
