@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 SCHEMA = "lab.event.v1"
+_FILE_LOCK = threading.Lock()  # several logs may append to one file (variants)
 
 
 def utc_now() -> str:
@@ -59,11 +60,17 @@ class EventLog:
             if self.stream is not None:
                 self.stream.write(line)
                 self.stream.flush()
-            if self.path is not None:
+        if self.path is not None:
+            with _FILE_LOCK:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 with open(self.path, "a", encoding="utf-8") as fh:
                     fh.write(line)
         return record
+
+    def child(self, extra: dict[str, Any], *, path: Path | None = None) -> EventLog:
+        """A log with ``extra`` added to every event, writing to ``path`` (default: the same file)."""
+        return EventLog({**self.identity, **extra}, path=path or self.path, stream=self.stream,
+                        clock=self.clock)
 
 
 def stderr_if(enabled: bool) -> TextIO | None:

@@ -21,7 +21,7 @@ from typing import Any
 from lab import paths
 from lab.errors import LabError
 
-BASENAMES = ("eval", "record", "ci")
+BASENAMES = ("eval", "record", "ci", "variants")
 DOIT_COMMANDS = frozenset({"auto", "clean", "dumpdb", "forget", "help", "ignore", "info", "list",
                            "reset-dep", "run", "strace", "tabcompletion"})
 
@@ -85,6 +85,13 @@ class Prepared:
     run_id: str
     k: int
     basename: str = "eval"
+
+    @property
+    def report_dir(self) -> Path:
+        return self.store / "reports" / self.run_id
+
+    def record_path(self, spec: Any) -> Path:
+        return self.store / "runs" / spec.task_id / f"{spec.name}.json"
 
 
 def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "eval") -> Prepared:
@@ -200,42 +207,56 @@ def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> It
 
     With ``gate=False`` the summary only prints (``ci`` gates all suites at the end).
     """
-    from doit.tools import config_changed
+    start_eval(prep)
+    yield from (run_task(prep, spec, always=always) for spec in prep.specs)
+    yield report_task(prep)
+    yield {"name": f"{prep.run_id}.summary", "actions": [(_summary_action, [prep, prep.report_dir, gate])],
+           "task_dep": [f"{prep.basename}:{prep.run_id}.report"], "uptodate": [False], "verbosity": 2}
 
+
+def start_eval(prep: Prepared) -> None:
+    """Create the run store, save the config, announce the eval, route Ctrl-C to it."""
     from lab import interrupt
-    from lab.plan import harness_digest
 
     ctx = prep.ctx
     prep.store.mkdir(parents=True, exist_ok=True)
     _write_config(prep)
     ctx.events.emit("eval_started", runs=len(prep.specs), k=prep.k, mode=ctx.config.mode)
     interrupt.install(ctx.cancel, ctx.idle, ctx.active_elsewhere)
-    records, run_names = [], []
-    force = always or ctx.config.data["force"]
-    for spec in prep.specs:
-        target = prep.store / "runs" / spec.task_id / f"{spec.name}.json"
-        records.append(target)
-        inputs = {"configHash": ctx.config_hash, "harnessDigest": harness_digest(),
-                  "suiteDigest": ctx.suite.digest, "taskId": spec.task_id,
-                  "baseSeed": spec.base_seed, "repetition": spec.repetition}
-        file_dep = []
-        if ctx.config.mode == "replay":
-            from lab.cassette import cassette_path
 
-            cassette = cassette_path(ctx.cassette_dir, ctx.suite.id, spec.task_id)
-            if cassette.exists():
-                file_dep.append(str(cassette))
-        name = _run_name(prep, spec)
-        run_names.append(f"{prep.basename}:{name}")
-        yield {"name": name, "actions": [(_run_action, [ctx, spec, target])], "targets": [str(target)],
-               "file_dep": file_dep, "uptodate": [False] if force else [config_changed(inputs)],
-               "meta": {"lab": "run"}, "verbosity": 2}
-    report_dir = prep.store / "reports" / prep.run_id
-    yield {"name": f"{prep.run_id}.report", "actions": [(_report_action, [prep, records, report_dir])],
-           "task_dep": run_names, "targets": [str(report_dir / "report.json")],
-           "uptodate": [_RecordsUnchanged(records)], "verbosity": 2}
-    yield {"name": f"{prep.run_id}.summary", "actions": [(_summary_action, [prep, report_dir, gate])],
-           "task_dep": [f"{prep.basename}:{prep.run_id}.report"], "uptodate": [False], "verbosity": 2}
+
+def run_task(prep: Prepared, spec: Any, *, always: bool = False) -> dict[str, Any]:
+    """The doit task of one run: its record is a target keyed by its inputs (X4)."""
+    from doit.tools import config_changed
+
+    from lab.plan import harness_digest
+
+    ctx = prep.ctx
+    inputs = {"configHash": ctx.config_hash, "harnessDigest": harness_digest(),
+              "suiteDigest": ctx.suite.digest, "taskId": spec.task_id,
+              "baseSeed": spec.base_seed, "repetition": spec.repetition}
+    file_dep = []
+    if ctx.config.mode == "replay":
+        from lab.cassette import cassette_path
+
+        cassette = cassette_path(ctx.cassette_dir, ctx.suite.id, spec.task_id)
+        if cassette.exists():
+            file_dep.append(str(cassette))
+    target = prep.record_path(spec)
+    force = always or ctx.config.data["force"]
+    return {"name": _run_name(prep, spec), "actions": [(_run_action, [ctx, spec, target])],
+            "targets": [str(target)], "file_dep": file_dep,
+            "uptodate": [False] if force else [config_changed(inputs)],
+            "meta": {"lab": "run"}, "verbosity": 2}
+
+
+def report_task(prep: Prepared) -> dict[str, Any]:
+    """The report over every planned run's record (missing ones count as not run)."""
+    records = [prep.record_path(spec) for spec in prep.specs]
+    return {"name": f"{prep.run_id}.report", "actions": [(_report_action, [prep, records, prep.report_dir])],
+            "task_dep": [f"{prep.basename}:{_run_name(prep, spec)}" for spec in prep.specs],
+            "targets": [str(prep.report_dir / "report.json")],
+            "uptodate": [_RecordsUnchanged(records)], "verbosity": 2}
 
 
 class _RecordsUnchanged:

@@ -28,7 +28,10 @@ def _doit(basename: str, overrides: list[str]) -> int:
         return 1
     tasks.REQUESTED = {basename}
     tasks.OUTCOME.clear()
+    from lab.variants import task_variants
+
     namespace = {"task_eval": tasks.task_eval, "task_record": tasks.task_record, "task_ci": tasks.task_ci,
+                 "task_variants": task_variants,
                  "DOIT_CONFIG": tasks.doit_config(dict(o.split("=", 1) for o in overrides))}
     result = DoitMain(ModuleTaskLoader(namespace)).run([basename, *overrides])
     if "code" in tasks.OUTCOME:
@@ -39,3 +42,8 @@ def _doit(basename: str, overrides: list[str]) -> int:
 def ci(overrides: list[str]) -> int:
     """``lab ci [out=DIR]`` = ``doit ci``: replay every bundled cassette (SPEC R7)."""
     return _doit("ci", overrides)
+
+
+def variants(overrides: list[str]) -> int:
+    """``lab variants suite=… variant=a,b [k=…]`` = ``doit variants …`` (SPEC VA2)."""
+    return _doit("variants", overrides)

@@ -1,0 +1,157 @@
+"""Run variants side by side and compare them (SPEC VA1–VA2).
+
+``lab variants suite=core variant=a,b [k=5]`` (or ``doit variants …``) plans
+every variant over the same tasks, repetitions and seeds and runs them
+interleaved — A B for the first planned run, B A for the next, and so on — so
+drift in the provider or the machine falls on both sides alike. Each variant
+gets its own report directory; ``comparison.json`` and ``comparison.md``
+(first variant = base, second = candidate) sit at the root.
+
+The variants are the values of exactly one sweep override: ``variant=a,b``
+(option files in ``conf/variant/``) or any measured key, e.g.
+``provider.model=m1,m2``. The shortcut ``compare_key=KEY compare_value=VALUE``
+compares the configuration as composed ("unset") with ``KEY=VALUE`` ("set").
+Replay mode is refused: a replay measures the harness, not a variant.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from lab import paths
+from lab.errors import ConfigError, LabError
+
+PLAIN = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def split_variants(overrides: list[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """(common overrides, [(label, overrides of that variant)]).
+
+    Raises:
+        ConfigError: no sweep, more than one sweep, fewer than two values,
+            or compare_key without compare_value.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    given = dict(o.split("=", 1) for o in overrides)
+    if "compare_key" in given or "compare_value" in given:
+        if not given.get("compare_key") or "compare_value" not in given:
+            raise ConfigError("variants: give both compare_key=KEY and compare_value=VALUE")
+        key, value = given.pop("compare_key"), given.pop("compare_value")
+        common = [f"{k}={v}" for k, v in given.items()]
+        return common, [("unset", []), (_label(f"{key}={value}"), [f"{key}={value}"])]
+    parser = OverridesParser.create()
+    try:
+        parsed = parser.parse_overrides(list(overrides))
+    except Exception as exc:  # Hydra's parser error type; the message names the override
+        raise ConfigError(f"variants: cannot parse overrides: {str(exc).splitlines()[0]}") from None
+    sweeps = [o for o in parsed if o.is_sweep_override()]
+    if len(sweeps) != 1:
+        raise ConfigError("variants: give exactly one sweep, e.g. variant=a,b or provider.model=m1,m2 "
+                          f"(found {len(sweeps)})")
+    sweep = sweeps[0]
+    key = sweep.get_key_element()
+    values = [str(v) for v in sweep.sweep_string_iterator()]
+    if len(values) < 2:
+        raise ConfigError(f"variants: {key} needs at least two values")
+    common = [o.input_line for o in parsed if not o.is_sweep_override()]
+    return common, [(_label(v), [f"{key}={v}"]) for v in values]
+
+
+def _label(text: str) -> str:
+    return PLAIN.sub("_", text).strip("_") or "variant"
+
+
+def prepare_variants(overrides: list[str]) -> tuple[list[tuple[str, Any]], Path]:
+    """Prepared evals per variant (same tasks, k and seed) and the root directory.
+
+    Raises:
+        ConfigError: replay mode, different suites, or two variants with
+            the same measured configuration (nothing would differ).
+    """
+    from lab.tasks import prepare
+
+    common, variants = split_variants(overrides)
+    out = next((o.split("=", 1)[1] for o in common if o.startswith("out=")), None)
+    common = [o for o in common if not o.startswith("out=")]  # out= is the root here, not each report
+    prepared = [(label, prepare([*common, *extra], basename="variants")) for label, extra in variants]
+    first = prepared[0][1]
+    if first.ctx.config.mode == "replay":
+        raise ConfigError("variants: replay mode is refused: a replay measures the harness alone, "
+                          "not a variant (use mode=live or mode=record)")
+    hashes: dict[str, str] = {}
+    for label, prep in prepared:
+        if prep.ctx.config_hash in hashes:
+            raise ConfigError(f"variants: {label} and {hashes[prep.ctx.config_hash]} have the same measured "
+                              f"configuration (config {prep.ctx.config_hash[:12]}); nothing would differ")
+        hashes[prep.ctx.config_hash] = label
+    name = "_vs_".join(label for label, _ in prepared) + f".k{first.k}.s{first.ctx.config.seed}"
+    root = Path(out).absolute() if out not in (None, "", "null") else paths.data_dir() / first.ctx.suite.id / "variants" / name
+    for label, prep in prepared:
+        prep.ctx.events = prep.ctx.events.child({"variant": label}, path=root / "events.jsonl")
+    return prepared, root
+
+
+def interleaved(prepared: list[tuple[str, Any]]) -> Iterator[tuple[str, Any, Any]]:
+    """(label, prepared eval, run spec) in the order A B, B A, A B … (VA2)."""
+    specs = prepared[0][1].specs
+    for j, spec in enumerate(specs):
+        order = prepared if j % 2 == 0 else list(reversed(prepared))
+        for label, prep in order:
+            yield label, prep, spec
+
+
+def task_variants() -> Iterator[dict[str, Any]]:
+    """Run variants interleaved over the same runs and compare them (doit variants suite=… variant=a,b)."""
+    from lab.tasks import cmdline_overrides, requested, usage_error_tasks
+
+    if not requested("variants"):
+        return
+    try:
+        prepared, root = prepare_variants(cmdline_overrides())
+    except LabError as exc:
+        yield from usage_error_tasks("variants", str(exc))
+        return
+    yield from variant_tasks(prepared, root)
+
+
+def variant_tasks(prepared: list[tuple[str, Any]], root: Path) -> Iterator[dict[str, Any]]:
+    from lab.tasks import report_task, run_task, start_eval
+
+    for _, prep in prepared:
+        start_eval(prep)
+    for _, prep, spec in interleaved(prepared):
+        yield run_task(prep, spec)
+    for _, prep in prepared:
+        yield report_task(prep)
+    yield {"name": "comparison", "actions": [(_compare_action, [prepared, root])],
+           "task_dep": [f"variants:{prep.run_id}.report" for _, prep in prepared],
+           "uptodate": [False], "verbosity": 2}
+
+
+def _compare_action(prepared: list[tuple[str, Any]], root: Path) -> Any:
+    import json
+    import shutil
+
+    from lab.compare import compare_reports, write_comparison
+    from lab.compare_markdown import render_comparison_markdown
+    from lab.tasks import OUTCOME
+
+    root.mkdir(parents=True, exist_ok=True)
+    for label, prep in prepared:
+        target = root / label
+        if target.exists():
+            shutil.rmtree(target)
+        shutil.copytree(prep.report_dir, target)
+    base = json.loads((root / prepared[0][0] / "report.json").read_text(encoding="utf-8"))
+    cand = json.loads((root / prepared[1][0] / "report.json").read_text(encoding="utf-8"))
+    doc = compare_reports(base, cand)
+    write_comparison(root, doc)
+    print(render_comparison_markdown(doc), flush=True)
+    print(f"variants: {', '.join(f'{label} → {root / label}' for label, _ in prepared)}")
+    print(f"comparison: {root / 'comparison.md'}")
+    OUTCOME.update(code=0, report_dir=str(root))
+    return None

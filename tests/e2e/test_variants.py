@@ -1,0 +1,68 @@
+"""Variants through the real command: interleaved runs, one report per variant, a comparison."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lab.errors import ConfigError
+from lab.variants import split_variants
+from tests.helpers.lab_process import run_cmd
+from tests.helpers.schemas import assert_valid
+
+
+@pytest.mark.slow
+def test_variants_interleave_and_write_reports_and_comparison(tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    result = run_cmd(["lab", "variants", "suite=core", "variant=baseline,no-compaction", "k=2",
+                      f"out={out}"], tmp_path / "runs")
+    assert result.returncode == 0, result.stdout + result.stderr
+    started = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    started = [(e["variant"], e["taskId"], e["repetition"]) for e in started if e["event"] == "run_started"]
+    assert len(started) == 20
+    pairs = [started[i:i + 2] for i in range(0, len(started), 2)]
+    for j, (first, second) in enumerate(pairs):
+        assert first[1:] == second[1:], "both variants run the same task and repetition back to back"
+        expected = ("baseline", "no-compaction") if j % 2 == 0 else ("no-compaction", "baseline")
+        assert (first[0], second[0]) == expected
+    for variant in ("baseline", "no-compaction"):
+        report = json.loads((out / variant / "report.json").read_text())
+        assert report["header"]["variant"] == variant and report["header"]["k"] == 2
+    comparison = json.loads((out / "comparison.json").read_text())
+    assert_valid("comparison", comparison, "comparison.json")
+    assert (out / "comparison.md").read_text().startswith("#")
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["suite=core"], "exactly one sweep"),
+    (["variant=a,b", "provider.model=x,y"], "exactly one sweep"),
+    (["compare_key=agent.max_output_tokens"], "give both compare_key"),
+])
+def test_bad_variant_requests_are_refused(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        split_variants(overrides)
+
+
+def test_sweep_values_become_variants() -> None:
+    common, variants = split_variants(["suite=core", "provider.model=m1,m2", "k=3"])
+    assert common == ["suite=core", "k=3"]
+    assert variants == [("m1", ["provider.model=m1"]), ("m2", ["provider.model=m2"])]
+
+
+def test_compare_key_builds_unset_versus_set() -> None:
+    common, variants = split_variants(["suite=core", "compare_key=agent.temperature", "compare_value=0.2"])
+    assert common == ["suite=core"]
+    assert variants == [("unset", []), ("agent.temperature_0.2", ["agent.temperature=0.2"])]
+
+
+@pytest.mark.parametrize(("overrides", "message"), [
+    (["suite=core", "variant=baseline,no-compaction", "mode=replay"], "replay mode is refused"),
+    (["suite=core", "variant=baseline,baseline"], "the same measured configuration"),
+])
+def test_variants_refusals_exit_1_before_any_run(tmp_path: Path, overrides: list[str], message: str) -> None:
+    result = run_cmd(["lab", "variants", *overrides], tmp_path)
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert not list(tmp_path.glob("*/*/runs"))
