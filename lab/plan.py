@@ -72,31 +72,45 @@ def select_tasks(suite: Suite, wanted: list[str]) -> list[Task]:
 def check_grants(tasks: list[Task], config: EffectiveConfig, suite_id: str) -> None:
     """Reject tasks that need an effect the user did not grant (SPEC C3).
 
-    A suite can only equal or narrow the user's grants; nothing is trimmed.
+    A suite can only equal or narrow the user's grants (``allow``,
+    ``read_only``, ``allow_suite_full``); a task that needs more is rejected
+    before the first run, never silently trimmed. Every rejected task and
+    effect is listed at once.
 
     Raises:
-        ConfigError: one line per task and missing grant.
+        ConfigError: one line per task and missing grant, e.g.
+            ``suite smoke-coding: task rename-symbol: policy.allow: needs effect
+            process, which is not granted (grant it with allow=[process,write], or
+            leave the task out with tasks=[…])``.
     """
     granted = set(config.data["allow"])
     problems = []
     for task in tasks:
+        where = f"suite {suite_id}: task {task.id}"
         missing = sorted(task.effects - granted)
         if missing:
-            problems.append(f"suite {suite_id}: task {task.id}: policy.allow: needs effect "
-                            f"{', '.join(missing)}, which is not granted (grant it with "
-                            f"allow=[{','.join(sorted(granted | set(missing)))}])")
+            problems.append(f"{where}: policy.allow: needs effect {', '.join(missing)}, which is not "
+                            f"granted (grant it with allow=[{','.join(sorted(granted | set(missing)))}], "
+                            f"or leave the task out with tasks=[…])")
         if config.data["read_only"] and "write" in task.effects and not task.policy.get("readOnly"):
-            problems.append(f"suite {suite_id}: task {task.id}: policy.allow: needs effect write, "
-                            f"but read_only=true")
+            problems.append(f"{where}: policy.allow: needs effect write, but read_only=true "
+                            f"denies every write")
         if task.policy["mode"] == "full" and not config.data["allow_suite_full"]:
-            problems.append(f"suite {suite_id}: task {task.id}: policy.mode: 'full' needs allow_suite_full=true")
+            problems.append(f"{where}: policy.mode: 'full' needs allow_suite_full=true")
     if problems:
         raise ConfigError("\n".join(problems))
 
 
-def run_id(suite_id: str, config_hash: str, k: int, seed: int) -> str:
-    """A plain, unique report name: ``<suiteId>.<cfg12>.k<k>.s<seed>``."""
-    return f"{suite_id}.{config_hash[:12]}.k{k}.s{seed}"
+def run_id(suite_id: str, config_hash: str, k: int, seed: int, tasks: list[str] | None = None) -> str:
+    """A plain, unique report name: ``<suiteId>.<cfg12>.k<k>.s<seed>``.
+
+    A run over a subset of the tasks (``tasks=[…]``) gets ``.t<8 hex>`` of
+    the sorted subset appended, so it never overwrites the full report.
+    """
+    base = f"{suite_id}.{config_hash[:12]}.k{k}.s{seed}"
+    if not tasks:
+        return base
+    return f"{base}.t{hashlib.sha256(','.join(sorted(tasks)).encode()).hexdigest()[:8]}"
 
 
 @cache

@@ -115,7 +115,7 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     cassettes = paths.from_root(config.data["cassette_dir"] or paths.CASSETTES_DIR)
     k = 1 if config.mode == "record" else config.k
     store = paths.data_dir() / suite.id / config.config_hash()[:12]
-    rid = run_id(suite.id, config.config_hash(), k, config.seed)
+    rid = run_id(suite.id, config.config_hash(), k, config.seed, list(config.data["tasks"]))
     events = EventLog({"suiteId": suite.id, "configHash": config.config_hash(), "runId": rid},
                       path=store / "events.jsonl", stream=stderr_if(config.data["progress"]))
     ctx = EvalContext(config=config, suite=suite, cassette_dir=cassettes, work_dir=store / "work",

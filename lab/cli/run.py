@@ -6,7 +6,14 @@ import sys
 
 
 def run(overrides: list[str]) -> int:
-    """``lab run OVERRIDES…`` = ``doit eval OVERRIDES…``; returns the SPEC exit code."""
+    """``lab run OVERRIDES…`` = ``doit eval OVERRIDES…``; returns the SPEC exit code.
+
+    ``lab run -m OVERRIDES…`` is a Hydra multirun over the sweep (see lab.multirun).
+    """
+    if "-m" in overrides or "--multirun" in overrides:
+        from lab.multirun import run_multirun
+
+        return run_multirun([o for o in overrides if o not in ("-m", "--multirun")])
     return _doit("eval", overrides)
 
 

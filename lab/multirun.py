@@ -1,0 +1,96 @@
+"""``lab run -m …``: a Hydra multirun over the eval (SPEC VA3).
+
+Each combination of the sweep overrides (``variant=a,b``, ``k=3,5``,
+``provider.model=m1,m2``, ``range()``, ``glob()``) is one Hydra job; each job
+runs the ordinary eval (the same doit graph, the same run store), so finished
+runs are shared and nothing is repeated. Hydra's launcher decides where jobs
+run: the basic launcher runs them one after another in this process;
+``hydra/launcher=joblib`` (``pip install -e '.[joblib]'``) spreads them over
+local processes; a cluster launcher (``hydra/launcher=submitit_slurm`` or
+``ray``) spreads them over machines that share the run store's filesystem
+(set ``LAB_DATA_DIR`` to a shared path).
+
+The exit code is the worst of the jobs' (SPEC exit codes), read back from
+their reports, so it holds whichever launcher ran them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+from lab.errors import ConfigError, LabError
+
+
+def combinations(overrides: list[str]) -> list[list[str]]:
+    """Every combination of the sweep overrides, as plain override lists (Hydra's parser).
+
+    Raises:
+        ConfigError: an override Hydra cannot parse.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides([o for o in overrides if not o.startswith("hydra")])
+    except Exception as exc:  # the parser's own error type; its first line names the problem
+        raise ConfigError(f"multirun: cannot parse overrides: {str(exc).splitlines()[0]}") from None
+    choices = []
+    for override in parsed:
+        key = override.get_key_element()
+        values = [str(v) for v in override.sweep_string_iterator()] if override.is_sweep_override() \
+            else [override.get_value_element_as_str()]
+        choices.append([f"{key}={v}" for v in values])
+    return [list(combo) for combo in itertools.product(*choices)]
+
+
+def run_multirun(overrides: list[str]) -> int:
+    """Launch the sweep through Hydra, then return the worst exit code of its jobs."""
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import DictConfig
+
+    from lab.config import _register_schema
+    from lab.paths import CONF_DIR
+
+    try:
+        combos = combinations(overrides)
+        report_dirs = [_report_dir(combo) for combo in combos]
+    except LabError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    _register_schema()
+
+    @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
+    def job(cfg: DictConfig) -> int:
+        from lab.cli.run import run
+
+        return run(list(HydraConfig.get().overrides.task))
+
+    argv = sys.argv
+    from lab.paths import data_dir
+
+    sweep_dir = data_dir() / ".multirun"  # Hydra saves multirun.yaml there, not in the user's cwd
+    sys.argv = [argv[0], "--multirun", *overrides, "hydra/job_logging=none", "hydra/hydra_logging=none",
+                f"hydra.sweep.dir={sweep_dir}", "hydra.sweep.subdir=${hydra.job.num}"]
+    try:
+        job()
+    finally:
+        sys.argv = argv
+    return max(_code(d) for d in report_dirs)
+
+
+def _report_dir(combo: list[str]) -> Path:
+    from lab.tasks import prepare
+
+    return prepare([o for o in combo if not o.startswith("hydra")]).report_dir
+
+
+def _code(report_dir: Path) -> int:
+    from lab.summary import summarise
+
+    if not (report_dir / "report.json").exists():
+        print(f"multirun: no report at {report_dir} (the job failed before it)", file=sys.stderr)
+        return 1
+    code, _ = summarise(report_dir)
+    return code
