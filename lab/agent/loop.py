@@ -175,6 +175,7 @@ class _Agent:
         tool = TOOLS.get(call.name) if call.name in self.settings.tools else None
         arguments: Any = call.arguments
         outcome = "error"
+        started = self.clock()
         if tool is None:
             result = ToolResult.failed(f"unknown tool {call.name!r}; available: "
                                        f"{', '.join(self.settings.tools)}")
@@ -188,7 +189,8 @@ class _Agent:
         if outcome == "error":
             self.log.incident("tool_error", f"{call.name}: {result.error}")
         self.log.add("tool_call", turn=turn, id=call.id, tool=call.name, arguments=arguments,
-                     effect=tool.effect if tool else None, outcome=outcome, error=result.error)
+                     effect=tool.effect if tool else None, outcome=outcome, error=result.error,
+                     durationMs=int((self.clock() - started) * 1000))
         self.messages.append({"role": "tool", "tool_call_id": call.id, "content": result.text})
 
     def _permitted(self, name: str, effect: str, arguments: Any) -> tuple[ToolResult, str]:

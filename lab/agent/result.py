@@ -7,7 +7,7 @@ Event shapes (dicts, in order, each with a running ``seq``)::
      "cachedInputTokens"} | None}
     {"seq", "type": "tool_call", "turn", "id", "tool", "arguments" (parsed object, or
      the raw string when it is not valid JSON), "effect" (None for an unknown tool),
-     "outcome": "ok"|"error"|"denied", "error": str | None}
+     "outcome": "ok"|"error"|"denied", "error": str | None, "durationMs": int}
     {"seq", "type": "approval", "tool", "effect", "decision": "denied"|"granted"}
     {"seq", "type": "incident", "kind", "detail"}
 

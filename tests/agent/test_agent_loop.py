@@ -39,6 +39,7 @@ def test_happy_path_reads_edits_verifies_and_claims_success(workspace: Path, str
     assert [(t["tool"], t["effect"], t["outcome"], t["error"]) for t in tools] == [
         ("read_file", "read", "ok", None), ("edit_file", "write", "ok", None),
         ("run_command", "process", "ok", None)]
+    assert tools[0].pop("durationMs") >= 0
     assert tools[0] == {"seq": 1, "type": "tool_call", "turn": 1, "id": "call_0_0",
                         "tool": "read_file", "arguments": {"path": "calc.py"},
                         "effect": "read", "outcome": "ok", "error": None}
