@@ -23,16 +23,17 @@ _state: dict[str, Any] = {"installed": False, "cancel": None, "idle": None}
 
 
 def install(cancel: threading.Event, idle: threading.Condition | None = None,
-            active: Any = None) -> None:
+            active: Any = None, on_cancel: Any = None) -> None:
     """Route SIGINT/SIGTERM to ``cancel`` for the rest of this process (main thread only).
 
     Args:
         cancel: set when the user interrupts.
+        on_cancel: called once with the signal number when that happens (emits ``run_cancelled``).
         idle: notified whenever a run finishes; with ``active`` (a callable
             returning the number of runs in progress) lets the handler wait
             up to ``CLEANUP_WAIT_S`` seconds for workers to clean up.
     """
-    _state.update(cancel=cancel, idle=idle, active=active)
+    _state.update(cancel=cancel, idle=idle, active=active, on_cancel=on_cancel)
     if _state["installed"] or threading.current_thread() is not threading.main_thread():
         return
     signal.signal(signal.SIGINT, _handler)
@@ -47,6 +48,8 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         if cancel.is_set():
             raise KeyboardInterrupt  # second Ctrl-C: stop waiting
         cancel.set()
+        if _state.get("on_cancel") is not None:
+            _state["on_cancel"](signum)
         if idle is not None and active is not None:
             with idle:
                 idle.wait_for(lambda: active() == 0, timeout=CLEANUP_WAIT_S)

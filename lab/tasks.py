@@ -13,7 +13,7 @@ override, so a typo (``kk=5``) is an error naming the key, not ignored.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,13 +21,60 @@ from typing import Any
 from lab import paths
 from lab.errors import LabError
 
-BASENAMES = ("eval", "record", "ci", "variants")
 DOIT_COMMANDS = frozenset({"auto", "clean", "dumpdb", "forget", "help", "ignore", "info", "list",
                            "reset-dep", "run", "strace", "tabcompletion"})
 
 # Set by the ``lab`` CLI before it drives doit; None under the ``doit`` executable.
 REQUESTED: set[str] | None = None
 OUTCOME: dict[str, Any] = {}
+
+
+def run_graph(basename: str, overrides: Sequence[str]) -> int:
+    """Run doit task ``basename`` in this process, as ``doit BASENAME OVERRIDES…`` would.
+
+    Returns:
+        The SPEC exit code (0 completed, 1 usage or infrastructure error,
+        2 replay divergence).
+    """
+    from doit.cmd_base import ModuleTaskLoader
+    from doit.doit_cmd import DoitMain
+
+    from lab.tasks_share import task_compare, task_export
+    from lab.variants import task_variants
+
+    global REQUESTED
+    REQUESTED = {basename}
+    OUTCOME.clear()
+    namespace = {"task_eval": task_eval, "task_record": task_record, "task_ci": task_ci,
+                 "task_variants": task_variants, "task_compare": task_compare, "task_export": task_export,
+                 "DOIT_CONFIG": doit_config(dict(o.split("=", 1) for o in overrides if "=" in o))}
+    result = DoitMain(ModuleTaskLoader(namespace)).run([basename, *overrides])
+    if "code" in OUTCOME:
+        return int(OUTCOME["code"])
+    return 0 if result == 0 else 1
+
+
+def run_suite(overrides: Sequence[str] = ()) -> dict[str, Any]:
+    """Run an eval (``lab run OVERRIDES…``) and return its report document.
+
+    Args:
+        overrides: Hydra overrides, e.g. ``["suite=core", "mode=replay", "k=3"]``.
+
+    Returns:
+        The parsed ``report.json`` (see ``lab/schemas/report.schema.json``).
+
+    Raises:
+        LabError: the eval stopped before writing a report (bad configuration
+            or suite; the message printed to stderr says which).
+    """
+    import json
+
+    code = run_graph("eval", list(overrides))
+    report_dir = OUTCOME.get("report_dir")
+    if report_dir is None:
+        raise LabError(f"run_suite: no report was written (exit {code})")
+    doc: dict[str, Any] = json.loads((Path(report_dir) / "report.json").read_text(encoding="utf-8"))
+    return doc
 
 
 def doit_config(variables: dict[str, str] | None = None) -> dict[str, Any]:
@@ -222,7 +269,14 @@ def start_eval(prep: Prepared) -> None:
     prep.store.mkdir(parents=True, exist_ok=True)
     _write_config(prep)
     ctx.events.emit("eval_started", runs=len(prep.specs), k=prep.k, mode=ctx.config.mode)
-    interrupt.install(ctx.cancel, ctx.idle, ctx.active_elsewhere)
+    interrupt.install(ctx.cancel, ctx.idle, ctx.active_elsewhere,
+                      lambda signum: ctx.events.emit("run_cancelled", signal=signal_name(signum)))
+
+
+def signal_name(signum: int) -> str:
+    import signal
+
+    return signal.Signals(signum).name
 
 
 def run_task(prep: Prepared, spec: Any, *, always: bool = False) -> dict[str, Any]:

@@ -23,27 +23,14 @@ def record(overrides: list[str]) -> int:
 
 
 def _doit(basename: str, overrides: list[str]) -> int:
-    """Run doit task ``basename`` with ``overrides`` as variables; map its result."""
-    from doit.cmd_base import ModuleTaskLoader
-    from doit.doit_cmd import DoitMain
-
-    from lab import tasks
+    """Run doit task ``basename`` with ``overrides``; print usage errors as one line."""
+    from lab.tasks import run_graph
 
     bad = [o for o in overrides if "=" not in o or o.startswith("-")]
     if bad:
         print(f"lab {basename}: expected key=value overrides, got {' '.join(bad)!r}", file=sys.stderr)
         return 1
-    tasks.REQUESTED = {basename}
-    tasks.OUTCOME.clear()
-    from lab.variants import task_variants
-
-    namespace = {"task_eval": tasks.task_eval, "task_record": tasks.task_record, "task_ci": tasks.task_ci,
-                 "task_variants": task_variants,
-                 "DOIT_CONFIG": tasks.doit_config(dict(o.split("=", 1) for o in overrides))}
-    result = DoitMain(ModuleTaskLoader(namespace)).run([basename, *overrides])
-    if "code" in tasks.OUTCOME:
-        return int(tasks.OUTCOME["code"])
-    return 0 if result == 0 else 1
+    return run_graph(basename, overrides)
 
 
 def ci(overrides: list[str]) -> int:

@@ -1,0 +1,47 @@
+"""Reliability Lab: does a change to a coding agent make it better or worse?
+
+The public API, imported lazily so that ``import lab.x`` stays cheap::
+
+    from lab import run_suite, load_suite, wilson_interval
+    report = run_suite(["suite=core", "mode=replay"])
+
+Everything not listed in ``__all__`` is internal.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "CassetteError": "lab.errors",
+    "ConfigError": "lab.errors",
+    "EffectiveConfig": "lab.config",
+    "LabError": "lab.errors",
+    "ProviderError": "lab.errors",
+    "RunSpec": "lab.plan",
+    "Suite": "lab.suite",
+    "SuiteError": "lab.errors",
+    "Task": "lab.suite",
+    "compare_reports": "lab.compare",
+    "compose_config": "lab.config",
+    "find_secrets": "lab.secrets",
+    "load_suite": "lab.suite",
+    "pass_at_k": "lab.stats",
+    "pass_hat_k": "lab.stats",
+    "run_suite": "lab.tasks",
+    "wilson_interval": "lab.stats",
+}
+
+__all__ = sorted(_EXPORTS)
+__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'lab' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*__all__, "__version__"])

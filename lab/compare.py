@@ -1,0 +1,340 @@
+"""Compare two reports of the same suite version (SPEC K1–K3, K5).
+
+Per task (live, or any pair of equal non-replay modes), checked in order:
+
+- *not comparable*: the task is absent from one report, the modes differ,
+  or a side has errored runs (infrastructure failures).
+- *low power*: fewer than 5 judged runs on a side (SPEC M3).
+- *improved* / *regressed*: the two 95 % Wilson intervals are disjoint
+  (``cand.low > base.high`` / ``cand.high < base.low``).
+- *inconclusive*: the intervals overlap; touching intervals (a bound equal
+  to the other's) count as overlap.
+
+In replay (both reports ``mode: replay``) a task is *changed* when the runs'
+statuses or verifier statuses differ (repetition by repetition), else
+*unchanged*.
+
+A paired task has judged runs on both sides. It **lost reliability** when
+any of these holds:
+
+1. its verdict is *regressed*;
+2. its pass^k at the common k fell, where common k = min(base k, cand k,
+   base judged, cand judged) — it passes every one of k runs less often;
+3. its success rate fell by more than the tolerance.
+
+The **aggregate success rate** is the mean over paired tasks of their
+success rates (each task weighs the same on both sides, so a different k
+or excluded errored runs do not shift the weights). With
+``delta = cand − base`` and the tolerance band ``±tolerance`` (absolute,
+as a fraction: 0.05 = 5 percentage points; "more than" is strict):
+
+- *improved*: delta > tolerance and no task lost reliability;
+- *mixed*: delta > tolerance but some task lost reliability — never
+  reported as an improvement;
+- *regressed*: delta < −tolerance, or some task's verdict is *regressed*
+  while the aggregate did not rise beyond the band;
+- *unchanged*: otherwise (within the band, no task regressed);
+- *not comparable*: the modes differ, or no task is paired.
+
+Deltas (K3): tokens per success, wall time per success, cached-input ratio
+and estimated cost per success, each only when both reports carry it
+(absent stays absent). Token, cached-input and cost deltas are not
+comparable when the compaction settings differ (header ``compaction``,
+equal when absent from both); cost needs identical rates.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from lab.compare_deltas import DELTA_FIGURES, deltas
+from lab.compare_markdown import CONDITION_KEYS, render_comparison_markdown
+from lab.errors import LabError, RecordVersionError
+from lab.report.build import LOW_POWER_RUNS
+from lab.stats import pass_hat_k, wilson_interval
+
+COMPARISON_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = 1
+DEFAULT_TOLERANCE = 0.05
+EPSILON = 1e-12  # float slack for "more than the tolerance" and "pass^k fell"
+
+TaskVerdict = Literal["improved", "regressed", "inconclusive", "low_power", "not_comparable",
+                      "changed", "unchanged"]
+AggregateVerdict = Literal["improved", "regressed", "mixed", "unchanged", "not_comparable"]
+
+LIMITS = (
+    "A conservative screen, not a significance test: disjoint 95% Wilson intervals are stricter "
+    "than a two-sample test, and overlapping intervals do not show that nothing changed.",
+    "Repetitions are assumed independent; runs that share provider state or caches may not be.",
+    "No correction across tasks: with many tasks, a disjoint pair can occur by chance.",
+    "Errored runs (infrastructure failures) are excluded from every rate; a task with errored "
+    "runs is not comparable.",
+)
+
+
+class IncompatibleReports(LabError):
+    """The two reports measure different suites or suite versions (CLI exit 3)."""
+
+
+def disjoint(a: tuple[float, float] | list[float], b: tuple[float, float] | list[float]) -> bool:
+    """Whether closed intervals ``a`` and ``b`` share no point (touching is not disjoint)."""
+    return a[1] < b[0] or b[1] < a[0]
+
+
+def compare_reports(base: dict[str, Any], cand: dict[str, Any], *,
+                    tolerance: float = DEFAULT_TOLERANCE) -> dict[str, Any]:
+    """The comparison document of two report documents (``report.json``).
+
+    Args:
+        base: the reference report.
+        cand: the candidate report.
+        tolerance: half-width of the "unchanged" band of the aggregate
+            success rate, as a fraction in [0, 1) (0.05 = 5 points).
+
+    Returns:
+        A JSON-able dict, ``schemaVersion`` first (comparison.schema.json):
+        conditions of both sides, ``suiteDigestMismatch``, per-task entries,
+        verdict ``counts``, ``aggregate``, ``deltas``, ``warnings``, ``limits``.
+
+    Raises:
+        IncompatibleReports: different suite id or suite version.
+        RecordVersionError: a report newer than this lab reads.
+        ValueError: tolerance outside [0, 1).
+    """
+    if not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be in [0, 1), got {tolerance!r}")
+    _check_compatible(base, cand)
+    hb, hc = base["header"], cand["header"]
+    same_mode = hb.get("mode") == hc.get("mode")
+    replay = same_mode and hb.get("mode") == "replay"
+    tasks = _task_entries(base, cand, same_mode=same_mode, replay=replay, tolerance=tolerance)
+    mismatch = hb.get("suiteDigest") != hc.get("suiteDigest")
+    aggregate = _aggregate(tasks, tolerance, same_mode=same_mode)
+    return {
+        "schemaVersion": COMPARISON_SCHEMA_VERSION,
+        "base": _conditions(hb), "cand": _conditions(hc),
+        "suiteDigestMismatch": mismatch, "replay": replay, "tolerance": tolerance,
+        "tasks": tasks, "counts": _counts(tasks), "aggregate": aggregate,
+        "deltas": deltas(base, cand, same_mode=same_mode),
+        "warnings": _warnings(hb, hc, tasks, aggregate, mismatch=mismatch, replay=replay),
+        "limits": list(LIMITS),
+    }
+
+
+def _check_compatible(base: dict[str, Any], cand: dict[str, Any]) -> None:
+    for side, doc in (("base", base), ("cand", cand)):
+        if doc.get("schemaVersion", 0) > REPORT_SCHEMA_VERSION:
+            raise RecordVersionError(f"{side} report: schemaVersion {doc['schemaVersion']} is newer "
+                                     f"than this lab reads ({REPORT_SCHEMA_VERSION})")
+    hb, hc = base["header"], cand["header"]
+    for key, what in (("suiteId", "suite id"), ("suiteVersion", "suite version")):
+        if hb.get(key) != hc.get(key):
+            raise IncompatibleReports(
+                f"incompatible reports: {what} differs (base {hb.get('suiteId')} {hb.get('suiteVersion')}, "
+                f"cand {hc.get('suiteId')} {hc.get('suiteVersion')}); compare runs of the same suite version")
+
+
+def _conditions(header: dict[str, Any]) -> dict[str, Any]:
+    return {key: header[key] for key in CONDITION_KEYS if key in header}
+
+
+# --- per task -------------------------------------------------------------------------------
+
+def _task_entries(base: dict[str, Any], cand: dict[str, Any], *, same_mode: bool, replay: bool,
+                  tolerance: float) -> list[dict[str, Any]]:
+    b_tasks = {t["taskId"]: t for t in base["tasks"]}
+    c_tasks = {t["taskId"]: t for t in cand["tasks"]}
+    k_cap = min(int(base["header"]["k"]), int(cand["header"]["k"]))
+    modes = (base["header"].get("mode"), cand["header"].get("mode"))
+    entries = []
+    for task_id in sorted(b_tasks.keys() | c_tasks.keys()):
+        entry = _paired_sides(task_id, b_tasks.get(task_id), c_tasks.get(task_id), k_cap)
+        if replay:
+            verdict, reason = _replay_verdict(entry, _pattern(base, task_id), _pattern(cand, task_id))
+        else:
+            verdict, reason = _verdict(entry, same_mode=same_mode, modes=modes)
+        entry["verdict"], entry["reason"] = verdict, reason
+        lost = _lost_reasons(entry, tolerance)
+        entry["lostReliability"], entry["lostReliabilityReasons"] = bool(lost), lost
+        entries.append(entry)
+    return entries
+
+
+def _side(block: dict[str, Any]) -> dict[str, Any]:
+    n, c = int(block["judged"]), int(block["passes"])
+    side: dict[str, Any] = {"runs": int(block["runs"]), "judged": n, "passes": c, "errors": int(block["errors"])}
+    if n:
+        low, high = wilson_interval(c, n)
+        side.update(successRate=c / n, wilson95=[low, high])
+    else:
+        side.update(successRate=None, wilson95=None)
+    return side
+
+
+def _paired_sides(task_id: str, b: dict[str, Any] | None, c: dict[str, Any] | None, k_cap: int) -> dict[str, Any]:
+    entry: dict[str, Any] = {"taskId": task_id}
+    if b is not None:
+        entry["base"] = _side(b)
+    if c is not None:
+        entry["cand"] = _side(c)
+    paired = b is not None and c is not None and entry["base"]["judged"] > 0 and entry["cand"]["judged"] > 0
+    entry["paired"] = paired
+    if paired:
+        sb, sc = entry["base"], entry["cand"]
+        common_k = min(k_cap, sb["judged"], sc["judged"])
+        entry["commonK"] = common_k
+        for s in (sb, sc):
+            s["passHatK"] = pass_hat_k(s["judged"], s["passes"], common_k)
+        entry["successRateDelta"] = sc["successRate"] - sb["successRate"]
+    return entry
+
+
+def _verdict(entry: dict[str, Any], *, same_mode: bool, modes: tuple[Any, Any]) -> tuple[TaskVerdict, str]:
+    b, c = entry.get("base"), entry.get("cand")
+    if b is None or c is None:
+        return "not_comparable", f"task absent from the {'base' if b is None else 'cand'} report"
+    if not same_mode:
+        return "not_comparable", f"different modes (base {modes[0]}, cand {modes[1]})"
+    errored = [f"{name} {s['errors']}" for name, s in (("base", b), ("cand", c)) if s["errors"]]
+    if errored:
+        return "not_comparable", f"errored runs ({', '.join(errored)})"
+    if b["judged"] < LOW_POWER_RUNS or c["judged"] < LOW_POWER_RUNS:
+        return "low_power", (f"fewer than {LOW_POWER_RUNS} judged runs on a side "
+                             f"(base {b['judged']}, cand {c['judged']})")
+    bi, ci = b["wilson95"], c["wilson95"]
+    shown = f"base {_fmt_interval(bi)}, cand {_fmt_interval(ci)}"
+    if disjoint(bi, ci):
+        if ci[0] > bi[1]:
+            return "improved", f"95% Wilson intervals disjoint, cand above ({shown})"
+        return "regressed", f"95% Wilson intervals disjoint, cand below ({shown})"
+    if bi[1] == ci[0] or ci[1] == bi[0]:
+        return "inconclusive", f"95% Wilson intervals touch, which counts as overlap ({shown})"
+    return "inconclusive", f"95% Wilson intervals overlap ({shown})"
+
+
+def _pattern(doc: dict[str, Any], task_id: str) -> dict[int, tuple[str, tuple[tuple[str, str], ...]]]:
+    """repetition -> (run status, sorted verifier statuses) for one task."""
+    return {int(r["repetition"]): (r["status"], tuple(sorted((r.get("verifiers") or {}).items())))
+            for r in doc["runs"] if r["taskId"] == task_id}
+
+
+def _replay_verdict(entry: dict[str, Any], b: dict[int, Any], c: dict[int, Any]) -> tuple[TaskVerdict, str]:
+    if "base" not in entry or "cand" not in entry:
+        return "not_comparable", f"task absent from the {'cand' if 'base' in entry else 'base'} report"
+    if b == c:
+        return "unchanged", "same run and verifier statuses in every repetition"
+    for rep in sorted(b.keys() | c.keys()):
+        if rep not in b or rep not in c:
+            return "changed", f"repetition {rep} only in {'base' if rep in b else 'cand'}"
+        if b[rep][0] != c[rep][0]:
+            return "changed", f"repetition {rep}: {b[rep][0]} -> {c[rep][0]}"
+        if b[rep][1] != c[rep][1]:
+            bv, cv = dict(b[rep][1]), dict(c[rep][1])
+            vid = next(v for v in sorted(bv.keys() | cv.keys()) if bv.get(v) != cv.get(v))
+            return "changed", f"repetition {rep}: verifier {vid}: {bv.get(vid, 'absent')} -> {cv.get(vid, 'absent')}"
+    return "changed", "runs differ"  # unreachable: b != c implies a differing repetition
+
+
+def _lost_reasons(entry: dict[str, Any], tolerance: float) -> list[str]:
+    """Why a paired task lost reliability (the three rules in the module docstring); [] if it did not."""
+    if not entry["paired"]:
+        return []
+    b, c = entry["base"], entry["cand"]
+    reasons = []
+    if entry["verdict"] == "regressed":
+        reasons.append("verdict regressed")
+    if c["passHatK"] < b["passHatK"] - EPSILON:
+        reasons.append(f"pass^k (k={entry['commonK']}) fell from {b['passHatK']:.2f} to {c['passHatK']:.2f}")
+    if entry["successRateDelta"] < -tolerance - EPSILON:
+        reasons.append(f"success rate fell by {-100 * entry['successRateDelta']:.1f} points "
+                       f"(more than the {100 * tolerance:.1f}-point tolerance)")
+    return reasons
+
+
+def _counts(tasks: list[dict[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for t in tasks:
+        counts[t["verdict"]] = counts.get(t["verdict"], 0) + 1
+    return dict(sorted(counts.items()))
+
+
+# --- aggregate ------------------------------------------------------------------------------
+
+def _aggregate(tasks: list[dict[str, Any]], tolerance: float, *, same_mode: bool) -> dict[str, Any]:
+    paired = [t for t in tasks if t["paired"]]
+    block: dict[str, Any] = {"tolerance": tolerance, "pairedTasks": len(paired),
+                             "excludedTasks": [t["taskId"] for t in tasks if not t["paired"]],
+                             "lostReliability": [t["taskId"] for t in paired if t["lostReliability"]]}
+    if not same_mode or not paired:
+        why = "the modes differ" if not same_mode else "no task has judged runs on both sides"
+        return {**block, "verdict": "not_comparable", "reason": f"not comparable: {why}"}
+    base_rate = sum(t["base"]["successRate"] for t in paired) / len(paired)
+    cand_rate = sum(t["cand"]["successRate"] for t in paired) / len(paired)
+    delta = cand_rate - base_rate
+    regressed = [t["taskId"] for t in tasks if t["verdict"] == "regressed"]
+    verdict, reason = _aggregate_verdict(delta, tolerance, block["lostReliability"], regressed)
+    return {**block, "base": base_rate, "cand": cand_rate, "delta": delta, "verdict": verdict, "reason": reason}
+
+
+def _aggregate_verdict(delta: float, tolerance: float, lost: list[str],
+                       regressed: list[str]) -> tuple[AggregateVerdict, str]:
+    band = f"{100 * delta:+.1f} points, tolerance ±{100 * tolerance:.1f}"
+    if delta > tolerance + EPSILON:
+        if lost:
+            return "mixed", f"aggregate rose ({band}) but {len(lost)} task(s) lost reliability: {', '.join(lost)}"
+        return "improved", f"aggregate rose ({band}) and no task lost reliability"
+    if delta < -tolerance - EPSILON:
+        return "regressed", f"aggregate fell ({band})"
+    if regressed:
+        return "regressed", f"aggregate within the band ({band}) but task(s) regressed: {', '.join(regressed)}"
+    return "unchanged", f"aggregate within the band ({band}) and no task regressed"
+
+
+# --- warnings -------------------------------------------------------------------------------
+
+def _warnings(hb: dict[str, Any], hc: dict[str, Any], tasks: list[dict[str, Any]], aggregate: dict[str, Any],
+              *, mismatch: bool, replay: bool) -> list[str]:
+    warnings = []
+    if mismatch:
+        warnings.append(f"suite digest differs at the same suiteVersion {hb.get('suiteVersion')} "
+                        f"(base {str(hb.get('suiteDigest'))[:12]}, cand {str(hc.get('suiteDigest'))[:12]}): "
+                        "forgotten suiteVersion bump?")
+    if hb.get("mode") != hc.get("mode"):
+        warnings.append(f"different modes (base {hb.get('mode')}, cand {hc.get('mode')}): nothing is comparable")
+    if hb.get("runId") is not None and hb.get("runId") == hc.get("runId"):
+        warnings.append(f"base and cand are the same run id ({hb.get('runId')})")
+    if replay:
+        warnings.append("replay: measures the harness alone; says nothing about model quality")
+    if aggregate["excludedTasks"]:
+        warnings.append(f"the aggregate leaves out {len(aggregate['excludedTasks'])} task(s) without judged runs "
+                        f"on both sides: {', '.join(aggregate['excludedTasks'])}")
+    low = [t["taskId"] for t in tasks if t["verdict"] == "low_power"]
+    if low:
+        warnings.append(f"{len(low)} task(s) have fewer than {LOW_POWER_RUNS} judged runs on a side (low power)")
+    return warnings
+
+
+def _fmt_interval(interval: list[float] | None) -> str:
+    return "—" if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
+def write_comparison(out_dir: Path, doc: dict[str, Any]) -> tuple[Path, Path]:
+    """Write ``comparison.json`` and ``comparison.md`` of ``doc`` into ``out_dir`` (each atomically).
+
+    Returns:
+        (json path, markdown path).
+
+    Raises:
+        OSError: the directory cannot be created or written.
+    """
+    from lab.files import dumps_json, write_atomic
+
+    json_path, md_path = out_dir / "comparison.json", out_dir / "comparison.md"
+    write_atomic(json_path, dumps_json(doc).encode("utf-8"))
+    write_atomic(md_path, render_comparison_markdown(doc).encode("utf-8"))
+    return json_path, md_path
+
+
+__all__ = ["COMPARISON_SCHEMA_VERSION", "DELTA_FIGURES", "DEFAULT_TOLERANCE", "IncompatibleReports", "LIMITS",
+           "compare_reports", "disjoint", "render_comparison_markdown", "write_comparison"]

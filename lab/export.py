@@ -1,0 +1,203 @@
+"""Export one run as a shareable JSON bundle (SPEC E1–E3).
+
+``lab export RUN_ID out=FILE [force=true]`` writes one bundle
+``{"schemaVersion": 1, "report": <report.json>, "runs": [<runs.jsonl records>],
+"markdown": <report.md>}`` after two passes over every string in it:
+
+1. **Placeholders** (E2). An absolute path becomes ``<run-dir>/…`` under the
+   run's store directory (``<data>/<suite>/<cfg12>``), ``<tmp>/…`` under the
+   temp dir, ``<home>/…`` under the home directory (the longest matching
+   base wins, so a run dir inside the home dir is ``<run-dir>``), and
+   ``<path>`` otherwise. A ``provider`` value that is not a plain identifier
+   (e.g. an endpoint URL) becomes ``custom-endpoint``, wherever it appears
+   (the Markdown repeats it).
+2. **Secret scan** (E3, :mod:`lab.secrets`) of the scrubbed bundle. On a hit
+   nothing is written and the error names the field path, never the value.
+
+The file is written atomically and never overwrites an existing one unless
+``force=True``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.errors import LabError
+from lab.files import dumps_json, write_atomic
+from lab.secrets import SecretHit, SecretScanner, describe_hits
+from lab.store import find_run, read_report
+
+BUNDLE_SCHEMA_VERSION = 1
+CUSTOM_ENDPOINT = "custom-endpoint"
+PLAIN_IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# An absolute POSIX path inside any text: a "/" not preceded by a word character, a dot or
+# another path/URL character (so "a/b", "https://x/y", "</div>" and "<tmp>/x" are left alone),
+# or the path of a file:// URL. It ends before whitespace, quotes, brackets and trailing punctuation.
+ABSOLUTE_PATH = re.compile(r"(?:(?<=file://)|(?<![\w.~:/<>\\-]))/[^\s\"'`<>|;,()\[\]{}]*[^\s\"'`<>|;,()\[\]{}.:]")
+API_KEY_ENV_LINE = re.compile(r"^api_key_env:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
+
+
+class ExportError(LabError):
+    """The export was refused: the output exists, or the bundle holds a secret.
+
+    Attributes:
+        hits: the secrets found (field path and kind, never the value); [] otherwise.
+    """
+
+    def __init__(self, message: str, hits: list[SecretHit] | None = None) -> None:
+        super().__init__(message)
+        self.hits = list(hits or [])
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What an export wrote: ``out`` (the bundle file), its size in bytes and the run count."""
+
+    out: Path
+    size_bytes: int
+    runs: int
+
+
+def path_bases(run_dir: Path, *, home: Path, tmp: Path) -> list[tuple[str, str]]:
+    """(absolute prefix, placeholder) pairs, longest prefix first.
+
+    Each base appears as given and with symlinks resolved (``/tmp`` may be
+    ``/private/tmp``). The root directory is never a base.
+    """
+    pairs = set()
+    for base, placeholder in ((run_dir, "<run-dir>"), (tmp, "<tmp>"), (home, "<home>")):
+        for form in {str(base), str(base.resolve())}:
+            form = form.rstrip("/")
+            if form and os.path.isabs(form):
+                pairs.add((form, placeholder))
+    return sorted(pairs, key=lambda pair: (-len(pair[0]), pair[1]))
+
+
+def placeholder_paths(text: str, bases: list[tuple[str, str]]) -> str:
+    """``text`` with every absolute path replaced by its placeholder (module docstring, rule 1)."""
+    def replace(match: re.Match[str]) -> str:
+        path = match.group(0)
+        for prefix, placeholder in bases:
+            if path == prefix or path.startswith(prefix + "/"):
+                return placeholder + path[len(prefix):]
+        return "<path>"
+
+    return ABSOLUTE_PATH.sub(replace, text)
+
+
+def custom_providers(value: Any) -> set[str]:
+    """Every ``provider`` value in ``value`` that is not a plain identifier (an endpoint URL, …)."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "provider" and isinstance(item, str) and not PLAIN_IDENTIFIER.match(item):
+                found.add(item)
+            else:
+                found |= custom_providers(item)
+    elif isinstance(value, list):
+        for item in value:
+            found |= custom_providers(item)
+    return found
+
+
+def scrub(value: Any, bases: list[tuple[str, str]], providers: set[str] | None = None) -> Any:
+    """A copy of ``value`` with placeholders for paths and custom provider ids (E2).
+
+    Args:
+        value: a JSON-able value.
+        bases: from :func:`path_bases`.
+        providers: custom provider ids to replace wherever they appear (the
+            Markdown repeats them); default :func:`custom_providers` of ``value``.
+    """
+    if providers is None:
+        providers = custom_providers(value)
+    if isinstance(value, str):
+        for provider in sorted(providers, key=len, reverse=True):
+            value = value.replace(provider, CUSTOM_ENDPOINT)
+        return placeholder_paths(value, bases)
+    if isinstance(value, dict):
+        return {key: scrub(item, bases, providers) for key, item in value.items()}
+    if isinstance(value, list):
+        return [scrub(item, bases, providers) for item in value]
+    return value
+
+
+def read_bundle(report_dir: Path) -> dict[str, Any]:
+    """The unscrubbed bundle of one report directory.
+
+    Raises:
+        ReportError / RecordVersionError: report.json is missing or invalid.
+        ExportError: runs.jsonl or report.md cannot be read.
+    """
+    report = read_report(report_dir / "report.json")
+    try:
+        lines = (report_dir / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+        runs = [json.loads(line) for line in lines if line.strip()]
+        markdown = (report_dir / "report.md").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ExportError(f"{report_dir}: cannot read the run records or report.md: {exc}") from exc
+    return {"schemaVersion": BUNDLE_SCHEMA_VERSION, "report": report, "runs": runs, "markdown": markdown}
+
+
+def credential_env_names(run_dir: Path, provider_conf_dir: Path | None = None) -> list[str]:
+    """Variable names holding API keys: the run's ``provider.api_key_env`` and every provider config's."""
+    names = set()
+    try:
+        config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+        name = ((config.get("config") or {}).get("provider") or {}).get("api_key_env")
+        if isinstance(name, str) and name:
+            names.add(name)
+    except (OSError, ValueError, AttributeError):
+        pass  # no or unreadable config.json: the suffix rule still covers *_KEY, *_TOKEN …
+    if provider_conf_dir is not None:
+        for path in sorted(provider_conf_dir.glob("*.yaml")):
+            names.update(API_KEY_ENV_LINE.findall(path.read_text(encoding="utf-8")))
+    return sorted(names)
+
+
+def export_run(run_id: str, out: Path, *, data: Path, env: Mapping[str, str], force: bool = False,
+               home: Path | None = None, tmp: Path | None = None,
+               credential_env: Iterable[str] = ()) -> ExportResult:
+    """Write the scrubbed, secret-checked bundle of ``run_id`` to ``out``.
+
+    Args:
+        run_id: a plain run id (``^[A-Za-z0-9][A-Za-z0-9._-]*$``, no ``..``).
+        out: the bundle file to write.
+        data: the run store root (``lab.paths.data_dir()``).
+        env: the environment (home dir, credentials to look for).
+        force: overwrite an existing ``out``.
+        home: the home directory (default ``$HOME`` from ``env``, else ``Path.home()``).
+        tmp: the temp directory (default ``tempfile.gettempdir()``).
+        credential_env: extra variable names that hold credentials.
+
+    Raises:
+        ReportError: not a plain run id, or no such run.
+        ExportError: ``out`` exists (without ``force``) or is a directory, or
+            the bundle holds a secret (``.hits``); nothing is written.
+    """
+    from lab import paths
+
+    report_dir = find_run(run_id, data)
+    if out.is_dir():
+        raise ExportError(f"{out}: is a directory; give out=FILE")
+    if out.exists() and not force:
+        raise ExportError(f"{out}: exists; pass force=true to overwrite")
+    run_dir = report_dir.parent.parent
+    home = home or Path(env.get("HOME") or Path.home())
+    bases = path_bases(run_dir, home=home, tmp=tmp or Path(tempfile.gettempdir()))
+    bundle = scrub(read_bundle(report_dir), bases)
+    names = [*credential_env, *credential_env_names(run_dir, paths.CONF_DIR / "provider")]
+    hits = SecretScanner(env=env, credential_env=names).scan(bundle)
+    if hits:
+        raise ExportError(f"refused: the bundle holds {len(hits)} likely secret(s): {describe_hits(hits)}; "
+                          f"nothing written to {out}", hits)
+    data_bytes = dumps_json(bundle).encode("utf-8")
+    write_atomic(out, data_bytes)
+    return ExportResult(out=out, size_bytes=len(data_bytes), runs=len(bundle["runs"]))

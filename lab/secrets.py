@@ -1,0 +1,204 @@
+"""Find secrets in a document before it leaves the lab (SPEC C4, E3, R4).
+
+Two kinds of evidence:
+
+1. **Known key shapes**, found by detect-secrets' keyword-free, regex-based
+   plugins (AWS, GitHub, GitLab, Slack, Stripe, OpenAI legacy keys, private
+   key blocks, JWTs, basic-auth URLs, …) plus one pattern of our own for
+   current ``sk-…`` keys (OpenAI ``sk-proj-…``, Anthropic ``sk-ant-…``),
+   which detect-secrets 1.5 only knows in the legacy ``…T3BlbkFJ…`` form.
+2. **The exact credentials in the environment**: the value of every variable
+   whose name ends in ``_KEY``, ``_TOKEN``, ``_SECRET`` or ``_PASSWORD``, or
+   that a caller names (a provider's ``api_key_env``), when at least 8
+   characters long.
+
+False positives are kept low on purpose: our records are full of sha256
+hex digests and ids, so the high-entropy-string plugins are off, as are the
+keyword plugin (flags prose such as ``password = …`` in fixtures), the
+public-IP plugin (not a credential) and the Artifactory plugin (its
+"password" shape matches ordinary upper-case words). Plugins are called
+directly (``analyze_string``), not through detect-secrets' global settings,
+so a scan is thread-safe and changes no global state; detect-secrets' own
+heuristic filters (sequential strings, UUIDs, templates, ``$VAR``) still
+apply to each candidate.
+
+A hit names the field (JSON path such as ``runs[1].verifiers[0].detail``) and
+the kind of secret, never the value. The scanner serves the export bundle and
+the cassette writer alike: build one :class:`SecretScanner` per document
+stream and call :meth:`SecretScanner.scan` per document (or line).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from detect_secrets.filters import heuristic
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.basic_auth import BasicAuthDetector
+from detect_secrets.plugins.discord import DiscordBotTokenDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.npm import NpmDetector
+from detect_secrets.plugins.openai import OpenAIDetector
+from detect_secrets.plugins.private_key import PrivateKeyDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+from detect_secrets.plugins.stripe import StripeDetector
+from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+KEY_SHAPE_PLUGINS: tuple[type[RegexBasedDetector], ...] = (
+    AWSKeyDetector, AzureStorageKeyDetector, BasicAuthDetector, DiscordBotTokenDetector, GitHubTokenDetector,
+    GitLabTokenDetector, JwtTokenDetector, MailchimpDetector, NpmDetector, OpenAIDetector, PrivateKeyDetector,
+    PypiTokenDetector, SendGridDetector, SlackDetector, SquareOAuthDetector, StripeDetector,
+    TelegramBotTokenDetector, TwilioKeyDetector,
+)
+CREDENTIAL_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+MIN_CREDENTIAL_CHARS = 8
+SK_KEY = re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{32,}")
+SK_KIND = "sk- API key (OpenAI/Anthropic style)"
+IDENTIFIER_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+@dataclass(frozen=True)
+class SecretHit:
+    """One likely secret in a document; never carries the value.
+
+    Attributes:
+        field: JSON path of the string holding it (``runs[1].verifiers[0].detail``;
+            ``""`` for a bare string; ``<path>{key <i>}`` when the i-th key of an
+            object holds it).
+        kind: what it looks like (a detect-secrets type such as ``AWS Access Key``,
+            or ``credential from $OPENAI_API_KEY``).
+    """
+
+    field: str
+    kind: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"field": self.field, "kind": self.kind}
+
+
+def credential_values(env: Mapping[str, str], names: Iterable[str] = ()) -> dict[str, str]:
+    """Credential values in ``env``: variable name -> value.
+
+    Args:
+        env: the environment (``os.environ`` or a test mapping).
+        names: extra variable names that hold credentials (``api_key_env``).
+
+    Returns:
+        Every variable named in ``names`` or ending in ``_KEY``, ``_TOKEN``,
+        ``_SECRET`` or ``_PASSWORD`` (any case) whose value has at least
+        8 characters after stripping whitespace.
+    """
+    wanted = set(names)
+    return {name: value.strip() for name, value in env.items()
+            if (name in wanted or name.upper().endswith(CREDENTIAL_SUFFIXES))
+            and len(value.strip()) >= MIN_CREDENTIAL_CHARS}
+
+
+class SecretScanner:
+    """Scans JSON-able documents for key shapes and environment credentials.
+
+    Args:
+        env: the environment whose credentials must not appear.
+        credential_env: extra variable names holding credentials (a
+            provider's ``api_key_env``), whatever their suffix.
+    """
+
+    def __init__(self, *, env: Mapping[str, str], credential_env: Iterable[str] = ()) -> None:
+        self._credentials = sorted(credential_values(env, credential_env).items())
+        self._plugins = [plugin() for plugin in KEY_SHAPE_PLUGINS]
+
+    def scan(self, document: Any, *, field: str = "") -> list[SecretHit]:
+        """Every hit in ``document`` (dicts, lists, strings, scalars), in document order.
+
+        Args:
+            document: a JSON-able value; strings are scanned line by line,
+                object keys as well as values.
+            field: the JSON path of ``document`` itself (prefix of every hit).
+
+        Returns:
+            Hits, one per (field, kind), in document order; [] when clean.
+        """
+        hits: list[SecretHit] = []
+        self._walk(document, field, hits)
+        return hits
+
+    def _walk(self, value: Any, path: str, hits: list[SecretHit]) -> None:
+        """Append the hits of ``value`` at ``path``, keys included, in document order."""
+        if isinstance(value, str):
+            hits.extend(SecretHit(path, kind) for kind in self.kinds(value))
+        elif isinstance(value, dict):
+            for index, (key, item) in enumerate(value.items()):
+                key_kinds = self.kinds(str(key))
+                hits.extend(SecretHit(f"{path}{{key {index}}}", kind) for kind in key_kinds)
+                # A key that holds a secret must not appear in the path of its children.
+                child = f"{path}{{key {index}}}" if key_kinds else _child(path, str(key))
+                self._walk(item, child, hits)
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                self._walk(item, f"{path}[{index}]", hits)
+
+    def kinds(self, text: str) -> list[str]:
+        """The kinds of secret found in one string (sorted, unique); [] when clean."""
+        found = {f"credential from ${name}" for name, value in self._credentials if value in text}
+        for line in text.splitlines() or [text]:
+            found.update(self._line_kinds(line))
+        return sorted(found)
+
+    def _line_kinds(self, line: str) -> set[str]:
+        found = set()
+        for plugin in self._plugins:
+            if any(_plausible(candidate) for candidate in plugin.analyze_string(line)):
+                found.add(str(plugin.secret_type))
+        if any(_key_like(m.group(0)[3:]) for m in SK_KEY.finditer(line)):
+            found.add(SK_KIND)
+        return found
+
+
+def find_secrets(document: Any, *, env: Mapping[str, str], credential_env: Iterable[str] = ()) -> list[SecretHit]:
+    """Every likely secret in ``document``; see :class:`SecretScanner`.
+
+    Args:
+        document: a JSON-able value (an export bundle, a cassette line).
+        env: the environment whose credentials must not appear.
+        credential_env: extra variable names holding credentials.
+
+    Returns:
+        The hits (field path and kind, never the value); [] when clean.
+    """
+    return SecretScanner(env=env, credential_env=credential_env).scan(document)
+
+
+def describe_hits(hits: list[SecretHit], *, limit: int = 5) -> str:
+    """``field (kind); field (kind) …`` for a one-line message; never a value."""
+    shown = "; ".join(f"{h.field or '(document)'} ({h.kind})" for h in hits[:limit])
+    more = len(hits) - limit
+    return shown + (f"; and {more} more" if more > 0 else "")
+
+
+def _plausible(candidate: str) -> bool:
+    """detect-secrets' heuristic filters: drop sequences, UUIDs, templates, ``$VAR`` references."""
+    return not (heuristic.is_sequential_string(candidate) or heuristic.is_potential_uuid(candidate)
+                or heuristic.is_templated_secret(candidate) or heuristic.is_prefixed_with_dollar_sign(candidate))
+
+
+def _key_like(body: str) -> bool:
+    """A random key body mixes digits, upper and lower case; a kebab-case slug does not."""
+    return any(c.isdigit() for c in body) and any(c.isupper() for c in body) and any(c.islower() for c in body)
+
+
+def _child(path: str, key: str) -> str:
+    if IDENTIFIER_KEY.match(key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{key!r}]"

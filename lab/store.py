@@ -1,0 +1,150 @@
+"""Find and read published reports in the run store.
+
+The run store keeps each report at
+``<data dir>/<suiteId>/<cfg12>/reports/<runId>/report.json`` (DESIGN.md). A
+command that takes a report accepts a ``report.json`` path, its directory,
+or a run id (``<suiteId>.<cfg12>.k<k>.s<seed>``); this module turns any of
+them into a checked report document.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from lab.errors import LabError, RecordVersionError
+
+REPORT_SCHEMA_VERSION = 1
+PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class ReportError(LabError):
+    """A report could not be found or is not a valid report document."""
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    """A report read from disk.
+
+    Attributes:
+        report_dir: the directory holding ``report.json`` (and usually
+            ``report.md``, ``runs.jsonl``).
+        doc: the parsed, schema-checked ``report.json``.
+    """
+
+    report_dir: Path
+    doc: dict[str, Any]
+
+    @property
+    def run_dir(self) -> Path:
+        """``<data>/<suite>/<cfg12>``: the run-store directory of this report's configuration."""
+        return self.report_dir.parent.parent
+
+
+def is_plain_name(name: str) -> bool:
+    """Whether ``name`` is a plain run id: ``^[A-Za-z0-9][A-Za-z0-9._-]*$``, no ``..``."""
+    return bool(PLAIN_NAME.match(name)) and ".." not in name
+
+
+def find_run(run_id: str, data: Path) -> Path:
+    """The report directory of ``run_id`` in the run store rooted at ``data``.
+
+    Raises:
+        ReportError: ``run_id`` is not a plain name, or no (or more than one)
+            ``<data>/*/*/reports/<run_id>/report.json`` exists.
+    """
+    if not is_plain_name(run_id):
+        raise ReportError(f"run id {run_id!r} is not a plain name "
+                          "(letters, digits, '.', '_', '-'; no '/' or '..')")
+    hits = sorted(data.glob(f"*/*/reports/{run_id}/report.json"))
+    if not hits:
+        raise ReportError(f"no report for run id {run_id!r} under {data}")
+    if len(hits) > 1:
+        raise ReportError(f"run id {run_id!r} names {len(hits)} reports under {data}: "
+                          + ", ".join(str(h.parent) for h in hits))
+    return hits[0].parent
+
+
+def resolve_report(ref: str, data: Path) -> Path:
+    """The ``report.json`` that ``ref`` names: a file, its directory, or a run id.
+
+    A path that exists wins over a run id of the same spelling.
+
+    Raises:
+        ReportError: nothing of that name exists.
+    """
+    path = Path(ref).expanduser()
+    if path.is_dir():
+        if not (path / "report.json").is_file():
+            raise ReportError(f"{path}: no report.json in this directory")
+        return path / "report.json"
+    if path.is_file():
+        return path
+    hits = sorted(data.glob(f"*/*/reports/{ref}/report.json")) if is_plain_name(ref) else []
+    if len(hits) == 1:
+        return hits[0]
+    if hits:
+        return find_run(ref, data) / "report.json"  # raises: the id is ambiguous
+    raise ReportError(f"{ref}: no such report file, directory or run id (run store {data})")
+
+
+# What comparing and exporting rely on. Deliberately narrower than report.schema.json, so a
+# report written by an older lab of the same schemaVersion (fewer optional blocks) still reads.
+REPORT_SHAPE: dict[str, Any] = {
+    "type": "object",
+    "required": ["schemaVersion", "header", "tasks", "runs"],
+    "properties": {
+        "schemaVersion": {"const": REPORT_SCHEMA_VERSION},
+        "header": {"type": "object", "required": ["suiteId", "suiteVersion", "mode", "k"],
+                   "properties": {"suiteId": {"type": "string"}, "suiteVersion": {"type": "string"},
+                                  "k": {"type": "integer", "minimum": 1}}},
+        "tasks": {"type": "array", "items": {
+            "type": "object", "required": ["taskId", "runs", "judged", "passes", "errors"],
+            "properties": {"taskId": {"type": "string"}, "runs": {"type": "integer", "minimum": 0},
+                           "judged": {"type": "integer", "minimum": 0},
+                           "passes": {"type": "integer", "minimum": 0},
+                           "errors": {"type": "integer", "minimum": 0}}}},
+        "runs": {"type": "array", "items": {
+            "type": "object", "required": ["taskId", "repetition", "status"],
+            "properties": {"taskId": {"type": "string"}, "repetition": {"type": "integer", "minimum": 0},
+                           "status": {"enum": ["pass", "fail", "budget_exceeded", "error"]}}}},
+    },
+}
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    """Parse ``path`` and check it has the shape of a report (:data:`REPORT_SHAPE`).
+
+    Raises:
+        ReportError: unreadable, not JSON, or not a report; names the file
+            and the first failing field.
+        RecordVersionError: written by a newer lab (schemaVersion > 1).
+    """
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ReportError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ReportError(f"{path}: not a JSON file: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ReportError(f"{path}: not a report: expected a JSON object")
+    version = doc.get("schemaVersion")
+    if isinstance(version, int) and not isinstance(version, bool) and version > REPORT_SCHEMA_VERSION:
+        raise RecordVersionError(f"{path}: report schemaVersion {version} is newer than this lab reads "
+                                 f"({REPORT_SCHEMA_VERSION})")
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(REPORT_SHAPE).iter_errors(doc))
+    if error is not None:
+        where = ".".join(map(str, error.absolute_path)) or "(top level)"
+        raise ReportError(f"{path}: not a report: {where}: {error.message[:200]}")
+    return doc
+
+
+def load_report(ref: str, data: Path) -> StoredReport:
+    """:func:`resolve_report` then :func:`read_report`; the errors of both."""
+    path = resolve_report(ref, data)
+    return StoredReport(report_dir=path.parent, doc=read_report(path))

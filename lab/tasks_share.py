@@ -1,0 +1,143 @@
+"""doit tasks that share results: ``doit compare`` and ``doit export`` (SPEC K1, E1).
+
+    doit compare base=A cand=B [out=DIR] [tolerance=0.05]
+    doit export run=RUN_ID out=FILE [force=true]
+
+Unlike ``eval``, these take their own variables, not Hydra overrides; an
+unknown variable is a one-line usage error (exit 1). ``base``/``cand`` are a
+``report.json``, its directory or a run id. The comparison is a file target
+(``DIR/comparison.json`` and ``comparison.md``; default DIR
+``<data dir>/comparisons/<base run id>-vs-<cand run id>``) over both report
+files, so it is rebuilt only when a report or the tolerance changes. The
+export bundle ``out`` is a target over the run's report.json, runs.jsonl and
+report.md. Under doit every failure (incompatible reports, a secret, an
+existing file) exits 1; ``lab compare`` gives incompatible reports exit 3.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from lab import paths
+from lab.errors import ConfigError, LabError
+from lab.tasks import cmdline_overrides, requested, usage_error_tasks
+
+COMPARE_VARS = ("base", "cand", "out", "tolerance")
+EXPORT_VARS = ("run", "out", "force")
+
+
+def _variables(allowed: tuple[str, ...], required: tuple[str, ...], usage: str) -> dict[str, str]:
+    """doit's ``key=value`` variables, checked against ``allowed`` and ``required``.
+
+    Raises:
+        ConfigError: an unknown or missing variable (one line with the usage).
+    """
+    variables = dict(o.split("=", 1) for o in cmdline_overrides())
+    unknown = [k for k in variables if k not in allowed]
+    if unknown:
+        raise ConfigError(f"unknown variable {unknown[0]!r} (variables: {', '.join(allowed)}); usage: {usage}")
+    missing = [k for k in required if not variables.get(k)]
+    if missing:
+        raise ConfigError(f"missing {missing[0]}=…; usage: {usage}")
+    return variables
+
+
+def task_compare() -> Iterator[dict[str, Any]]:
+    """Compare two reports into comparison.json/.md (doit compare base=… cand=… [out=DIR] [tolerance=…])."""
+    if not requested("compare"):
+        return
+    try:
+        spec = _compare_spec()
+    except LabError as exc:
+        yield from usage_error_tasks("compare", f"doit compare: {exc}")
+        return
+    from doit.tools import config_changed
+
+    from lab.compare import COMPARISON_SCHEMA_VERSION
+
+    base, cand, out_dir, tolerance, name = spec
+    yield {"name": name, "actions": [(_compare_action, [base, cand, out_dir, tolerance])],
+           "file_dep": [str(base), str(cand)],
+           "targets": [str(out_dir / "comparison.json"), str(out_dir / "comparison.md")],
+           "uptodate": [config_changed({"tolerance": tolerance, "schemaVersion": COMPARISON_SCHEMA_VERSION})],
+           "verbosity": 2}
+
+
+def _compare_spec() -> tuple[Path, Path, Path, float, str]:
+    """(base report.json, cand report.json, out dir, tolerance, task name) from the variables."""
+    from lab.cli.options import fraction
+    from lab.compare import DEFAULT_TOLERANCE
+    from lab.store import read_report, resolve_report
+
+    variables = _variables(COMPARE_VARS, ("base", "cand"), "doit compare base=A cand=B [out=DIR] [tolerance=0.05]")
+    tolerance = fraction(variables, "tolerance", DEFAULT_TOLERANCE)
+    data = paths.data_dir()
+    base, cand = resolve_report(variables["base"], data), resolve_report(variables["cand"], data)
+    ids = [read_report(p)["header"].get("runId") or p.parent.name for p in (base, cand)]
+    name = f"{ids[0]}-vs-{ids[1]}"
+    out_dir = Path(variables["out"]).absolute() if variables.get("out") else data / "comparisons" / name
+    return base, cand, out_dir, tolerance, name
+
+
+def _compare_action(base: Path, cand: Path, out_dir: Path, tolerance: float) -> Any:
+    from doit.exceptions import TaskFailed
+
+    from lab.compare import compare_reports, write_comparison
+    from lab.store import read_report
+
+    try:
+        doc = compare_reports(read_report(base), read_report(cand), tolerance=tolerance)
+        _, md_path = write_comparison(out_dir, doc)
+    except (LabError, OSError) as exc:
+        print(f"doit compare: {exc}", file=sys.stderr)
+        return TaskFailed(str(exc), report=False)
+    print(f"comparison: {md_path} (verdict: {doc['aggregate']['verdict']})", flush=True)
+    return None
+
+
+def task_export() -> Iterator[dict[str, Any]]:
+    """Export one run as a scrubbed, secret-checked JSON bundle (doit export run=ID out=FILE [force=true])."""
+    if not requested("export"):
+        return
+    try:
+        run_id, out, force, report_dir = _export_spec()
+    except LabError as exc:
+        yield from usage_error_tasks("export", f"doit export: {exc}")
+        return
+    from doit.tools import config_changed
+
+    from lab.export import BUNDLE_SCHEMA_VERSION
+
+    yield {"name": run_id, "actions": [(_export_action, [run_id, out, force])],
+           "file_dep": [str(report_dir / name) for name in ("report.json", "runs.jsonl", "report.md")],
+           "targets": [str(out)],
+           "uptodate": [False] if force else [config_changed({"schemaVersion": BUNDLE_SCHEMA_VERSION})],
+           "verbosity": 2}
+
+
+def _export_spec() -> tuple[str, Path, bool, Path]:
+    """(run id, out file, force, report dir) from the variables."""
+    from lab.cli.options import flag
+    from lab.store import find_run
+
+    variables = _variables(EXPORT_VARS, ("run", "out"), "doit export run=RUN_ID out=FILE [force=true]")
+    report_dir = find_run(variables["run"], paths.data_dir())
+    return variables["run"], Path(variables["out"]).absolute(), flag(variables, "force"), report_dir
+
+
+def _export_action(run_id: str, out: Path, force: bool) -> Any:
+    from doit.exceptions import TaskFailed
+
+    from lab.export import export_run
+
+    try:
+        result = export_run(run_id, out, data=paths.data_dir(), env=os.environ, force=force)
+    except (LabError, OSError) as exc:
+        print(f"doit export: {exc}", file=sys.stderr)
+        return TaskFailed(str(exc), report=False)
+    print(f"exported {run_id} to {result.out} ({result.runs} runs, {result.size_bytes} bytes)", flush=True)
+    return None

@@ -1,0 +1,321 @@
+"""Comparing two reports (SPEC K1–K3, K5): every verdict row, built from hand-made reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import lab.compare
+from lab.compare import IncompatibleReports, compare_reports, disjoint, render_comparison_markdown
+from lab.stats import wilson_interval
+from tests.helpers.lab_process import run_cmd
+from tests.helpers.reports import make_records, make_report, make_header, write_report_dir
+from tests.helpers.schemas import assert_valid
+
+from lab.report import build_report
+
+
+def compared(base: dict[str, Any], cand: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    doc = compare_reports(base, cand, **kwargs)
+    assert_valid("comparison", doc, "comparison")
+    return doc
+
+
+def task(doc: dict[str, Any], task_id: str = "t") -> dict[str, Any]:
+    return next(t for t in doc["tasks"] if t["taskId"] == task_id)
+
+
+# --- per-task verdicts ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("base", "cand", "verdict"), [
+    ("FFFFF", "PPPPP", "improved"),
+    ("PPPPP", "FFFFF", "regressed"),
+    ("PPPFF", "PPPPF", "inconclusive"),
+    ("PPPP", "FFFF", "low_power"),
+    ("PPPPPPPPPP", "FFFF", "low_power"),
+])
+def test_task_verdict(base: str, cand: str, verdict: str) -> None:
+    doc = compared(make_report({"t": base}), make_report({"t": cand}, config="cand"))
+    assert task(doc)["verdict"] == verdict
+
+
+def test_improved_needs_disjoint_intervals_and_says_so() -> None:
+    entry = task(compared(make_report({"t": "FFFFF"}), make_report({"t": "PPPPP"}, config="cand")))
+    assert entry["cand"]["wilson95"][0] > entry["base"]["wilson95"][1]
+    assert "disjoint" in entry["reason"]
+
+
+def test_disjoint_predicate_treats_touching_intervals_as_overlap() -> None:
+    assert not disjoint((0.2, 0.5), (0.5, 0.9))
+    assert not disjoint((0.5, 0.9), (0.2, 0.5))
+    assert disjoint((0.2, 0.5), (0.5000001, 0.9))
+    assert not disjoint((0.2, 0.6), (0.5, 0.9))
+
+
+def test_touching_intervals_are_inconclusive(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No real counts with n <= 60 give Wilson bounds equal to within 1e-9, so the
+    # interval is replaced (pytest monkeypatch, not a mock) to make them touch exactly.
+    bounds = {(1, 5): (0.2, 0.5), (4, 5): (0.5, 0.9)}
+    monkeypatch.setattr(lab.compare, "wilson_interval", lambda c, n: bounds[(c, n)])
+    entry = task(compared(make_report({"t": "PFFFF"}), make_report({"t": "PPPPF"}, config="cand")))
+    assert entry["verdict"] == "inconclusive"
+    assert "touch" in entry["reason"]
+
+
+def test_intervals_from_real_counts_match_the_stats_module() -> None:
+    entry = task(compared(make_report({"t": "PPPFF"}), make_report({"t": "PPPPF"}, config="cand")))
+    assert entry["base"]["wilson95"] == list(wilson_interval(3, 5))
+    assert entry["cand"]["wilson95"] == list(wilson_interval(4, 5))
+
+
+def test_errored_runs_on_one_side_make_a_task_not_comparable() -> None:
+    doc = compared(make_report({"t": "FFFFF"}), make_report({"t": "PPPPPE"}, config="cand"))
+    entry = task(doc)
+    assert entry["verdict"] == "not_comparable"
+    assert "errored" in entry["reason"] and "cand 1" in entry["reason"]
+    assert entry["cand"]["judged"] == 5 and entry["cand"]["errors"] == 1
+
+
+def test_different_modes_are_not_comparable_anywhere() -> None:
+    doc = compared(make_report({"t": "PPPPP"}), make_report({"t": "PPPPP"}, config="cand", mode="replay"))
+    assert task(doc)["verdict"] == "not_comparable" and "different modes" in task(doc)["reason"]
+    assert doc["aggregate"]["verdict"] == "not_comparable"
+    assert all(not d["comparable"] for d in doc["deltas"].values())
+    assert any("different modes" in w for w in doc["warnings"])
+
+
+def test_task_absent_from_one_report_is_not_comparable_and_left_out_of_the_aggregate() -> None:
+    doc = compared(make_report({"t": "PPPPP", "u": "PPPPP"}), make_report({"t": "PPPPP"}, config="cand"))
+    assert task(doc, "u")["verdict"] == "not_comparable" and "absent" in task(doc, "u")["reason"]
+    assert doc["aggregate"]["excludedTasks"] == ["u"] and doc["aggregate"]["pairedTasks"] == 1
+
+
+# --- replay ---------------------------------------------------------------------------------
+
+def test_replay_reports_changed_and_unchanged_tasks() -> None:
+    base = make_report({"a": "P", "b": "P"}, mode="replay")
+    cand = make_report({"a": "P", "b": "F"}, mode="replay", config="cand")
+    doc = compared(base, cand)
+    assert doc["replay"] is True
+    assert task(doc, "a")["verdict"] == "unchanged"
+    assert task(doc, "b")["verdict"] == "changed" and "pass -> fail" in task(doc, "b")["reason"]
+    assert any("model quality" in w for w in doc["warnings"])
+
+
+def test_replay_sees_a_verifier_change_under_the_same_run_status() -> None:
+    base = make_report({"a": "F"}, mode="replay")
+    records = make_records({"a": "F"}, mode="replay")
+    records[0]["verifiers"].append({"id": "scope", "kind": "tree-diff-within", "status": "fail",
+                                    "detail": "", "weight": 1.0})
+    cand = build_report(make_header(mode="replay", config="cand", k=1), records)
+    entry = task(compared(base, cand), "a")
+    assert entry["verdict"] == "changed" and "verifier scope" in entry["reason"]
+
+
+# --- aggregate (K2) -------------------------------------------------------------------------
+
+def test_aggregate_improved_when_it_rises_and_no_task_lost_reliability() -> None:
+    doc = compared(make_report({"a": "FFFFF", "b": "PPPPP"}), make_report({"a": "PPPPP", "b": "PPPPP"}, config="c"))
+    assert doc["aggregate"]["verdict"] == "improved"
+    assert doc["aggregate"]["delta"] == pytest.approx(0.5)
+
+
+def test_aggregate_mixed_when_it_rises_but_a_task_lost_reliability() -> None:
+    doc = compared(make_report({"a": "FFFFF", "b": "PPPPP"}), make_report({"a": "PPPPP", "b": "PPPPF"}, config="c"))
+    assert doc["aggregate"]["verdict"] == "mixed"
+    assert doc["aggregate"]["lostReliability"] == ["b"]
+    assert "mixed" in render_comparison_markdown(doc).split("\n")[2].lower()
+
+
+def test_aggregate_unchanged_within_the_band() -> None:
+    doc = compared(make_report({"a": "PPPFF"}), make_report({"a": "PPPFF"}, config="c"))
+    assert doc["aggregate"]["verdict"] == "unchanged" and doc["aggregate"]["delta"] == 0
+
+
+def test_aggregate_regressed_when_it_falls_beyond_the_band() -> None:
+    doc = compared(make_report({"a": "PPPPP", "b": "PPPFF"}), make_report({"a": "PPPPF", "b": "PPFFF"}, config="c"))
+    assert doc["aggregate"]["verdict"] == "regressed"
+
+
+def test_aggregate_regressed_when_a_task_regressed_and_the_aggregate_did_not_rise() -> None:
+    doc = compared(make_report({"a": "PPPPP", "b": "FFFFF"}), make_report({"a": "FFFFF", "b": "PPPPP"}, config="c"))
+    assert task(doc, "a")["verdict"] == "regressed" and task(doc, "b")["verdict"] == "improved"
+    assert doc["aggregate"]["verdict"] == "regressed"
+
+
+@pytest.mark.parametrize(("tolerance", "verdict"), [(0.25, "unchanged"), (0.2, "unchanged"), (0.15, "improved")])
+def test_tolerance_band_is_strict(tolerance: float, verdict: str) -> None:
+    doc = compared(make_report({"a": "PPPPF"}), make_report({"a": "PPPPP"}, config="c"), tolerance=tolerance)
+    assert doc["aggregate"]["verdict"] == verdict and doc["tolerance"] == tolerance
+
+
+def test_lost_reliability_when_the_success_rate_falls_beyond_the_tolerance() -> None:
+    entry = task(compared(make_report({"t": "PPPFF"}), make_report({"t": "PPFFF"}, config="c")))
+    assert entry["lostReliability"] and "success rate fell" in entry["lostReliabilityReasons"][0]
+    assert entry["base"]["passHatK"] == entry["cand"]["passHatK"] == 0.0
+
+
+def test_lost_reliability_when_pass_hat_k_falls_within_the_tolerance() -> None:
+    entry = task(compared(make_report({"t": "P" * 20}), make_report({"t": "P" * 19 + "F"}, config="c")))
+    assert entry["successRateDelta"] == pytest.approx(-0.05)
+    assert entry["lostReliabilityReasons"] == ["pass^k (k=20) fell from 1.00 to 0.00"]
+
+
+def test_tolerance_out_of_range_is_refused() -> None:
+    with pytest.raises(ValueError, match="tolerance"):
+        compare_reports(make_report({"t": "P"}), make_report({"t": "P"}), tolerance=1.0)
+
+
+# --- compatibility --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("change", [{"suite_version": "1.1.0"}, {"suite_id": "other"}])
+def test_different_suite_or_version_is_incompatible(change: dict[str, str]) -> None:
+    with pytest.raises(IncompatibleReports, match="differs"):
+        compare_reports(make_report({"t": "PPPPP"}), make_report({"t": "PPPPP"}, **change))
+
+
+def test_same_version_different_digest_is_flagged() -> None:
+    doc = compared(make_report({"t": "PPPPP"}), make_report({"t": "PPPPP"}, suite_digest="f" * 64))
+    assert doc["suiteDigestMismatch"] is True
+    assert any("forgotten suiteVersion bump?" in w for w in doc["warnings"])
+    assert compared(make_report({"t": "P"}), make_report({"t": "P"}))["suiteDigestMismatch"] is False
+
+
+# --- deltas (K3) ----------------------------------------------------------------------------
+
+def test_token_and_time_deltas_per_success() -> None:
+    doc = compared(make_report({"t": "PPPPP"}, tokens=(1000, 200)), make_report({"t": "PPPPP"}, tokens=(1500, 300)))
+    tokens = doc["deltas"]["tokensPerSuccess"]
+    assert (tokens["base"], tokens["cand"], tokens["comparable"]) == (1200, 1800, True)
+    assert tokens["relative"] == pytest.approx(0.5)
+    assert doc["deltas"]["wallMsPerSuccess"]["delta"] == 0
+
+
+def test_different_compaction_makes_token_deltas_not_comparable() -> None:
+    on, off = {"enabled": True, "threshold": 0.8}, {"enabled": False, "threshold": 0.8}
+    doc = compared(make_report({"t": "PPPPP"}, compaction=on, cached=100),
+                   make_report({"t": "PPPPP"}, compaction=off, cached=300))
+    for name in ("tokensPerSuccess", "cachedInputRatio"):
+        assert doc["deltas"][name]["comparable"] is False and "compaction" in doc["deltas"][name]["reason"]
+    assert doc["deltas"]["wallMsPerSuccess"]["comparable"] is True
+
+
+def test_compaction_absent_from_both_counts_as_equal_but_absent_from_one_does_not() -> None:
+    assert compared(make_report({"t": "P"}), make_report({"t": "P"}))["deltas"]["tokensPerSuccess"]["comparable"]
+    doc = compared(make_report({"t": "P"}), make_report({"t": "P"}, compaction={"enabled": True, "threshold": 0.8}))
+    assert "unknown for base" in doc["deltas"]["tokensPerSuccess"]["reason"]
+
+
+def test_cached_input_ratio_delta_and_absent_stays_absent() -> None:
+    doc = compared(make_report({"t": "PPPPP"}, cached=100), make_report({"t": "PPPPP"}, cached=500))
+    assert doc["deltas"]["cachedInputRatio"]["delta"] == pytest.approx(0.4)
+    doc = compared(make_report({"t": "PPPPP"}, cached=100), make_report({"t": "PPPPP"}))
+    cached = doc["deltas"]["cachedInputRatio"]
+    assert cached["comparable"] is False and "cand" not in cached and "absent from the cand" in cached["reason"]
+    assert "cachedInputRatio" not in compared(make_report({"t": "P"}), make_report({"t": "P"}))["deltas"]
+
+
+def test_usage_unknown_leaves_token_deltas_absent() -> None:
+    doc = compared(make_report({"t": "PPPPP"}, tokens=None), make_report({"t": "PPPPP"}, tokens=None))
+    assert "tokensPerSuccess" not in doc["deltas"] and "wallMsPerSuccess" in doc["deltas"]
+
+
+@pytest.mark.parametrize(("cand_rates", "comparable"), [({"input": 2.0, "output": 8.0}, True),
+                                                        ({"input": 3.0, "output": 8.0}, False)])
+def test_cost_delta_only_with_identical_rates(cand_rates: dict[str, float], comparable: bool) -> None:
+    doc = compared(make_report({"t": "PPPPP"}, rates={"input": 2.0, "output": 8.0}),
+                   make_report({"t": "PPPPP"}, rates=cand_rates))
+    cost = doc["deltas"]["costUsdPerSuccess"]
+    assert cost["comparable"] is comparable
+    assert cost["base"] == pytest.approx((1000 * 2.0 + 200 * 8.0) / 1e6)
+    if not comparable:
+        assert cost["reason"] == "different rates"
+
+
+# --- document and Markdown (K5) -------------------------------------------------------------
+
+def test_markdown_ends_with_the_limits() -> None:
+    doc = compared(make_report({"t": "FFFFF"}), make_report({"t": "PPPPP"}, config="c"))
+    text = render_comparison_markdown(doc)
+    limits = text[text.index("## Limits"):]
+    for words in ("not a significance test", "independent", "no correction across tasks", "errored runs"):
+        assert words in limits.lower()
+    assert text.index("## Tasks") < text.index("## Limits") and text.endswith(doc["limits"][-1] + "\n")
+    assert list(doc)[0] == "schemaVersion"
+
+
+# --- CLI ------------------------------------------------------------------------------------
+
+def published(data: Path, tasks: dict[str, str], **header: Any) -> Path:
+    head = make_header(k=max(map(len, tasks.values())), **header)
+    records = make_records(tasks, seed=head["seed"], mode=head["mode"])
+    return write_report_dir(data, build_report(head, records), records)
+
+
+def test_cli_compares_run_ids_and_writes_both_files(tmp_path: Path) -> None:
+    base = published(tmp_path / "data", {"t": "FFFFF"})
+    cand = published(tmp_path / "data", {"t": "PPPPP"}, config="cand")
+    out = tmp_path / "cmp"
+    result = run_cmd(["lab", "compare", base.name, str(cand), f"out={out}"], tmp_path / "data")
+    assert result.returncode == 0, result.stderr
+    assert "verdict: improved" in result.stdout
+    doc = json.loads((out / "comparison.json").read_text())
+    assert_valid("comparison", doc, "comparison.json")
+    assert (out / "comparison.md").read_text() == render_comparison_markdown(doc)
+
+
+def test_cli_prints_json_with_json_true(tmp_path: Path) -> None:
+    base = published(tmp_path, {"t": "PPPPP"})
+    result = run_cmd(["lab", "compare", str(base / "report.json"), str(base), "json=true"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["aggregate"]["verdict"] == "unchanged"
+
+
+def test_cli_incompatible_suite_version_exits_3(tmp_path: Path) -> None:
+    base = published(tmp_path, {"t": "PPPPP"})
+    cand = published(tmp_path, {"t": "PPPPP"}, suite_version="2.0.0", config="cand")
+    result = run_cmd(["lab", "compare", str(base), str(cand)], tmp_path)
+    assert result.returncode == 3
+    assert "suite version differs" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("content", [None, "{not json", '{"schemaVersion": 1}', '{"schemaVersion": 9}'])
+def test_cli_missing_or_invalid_report_is_one_line(tmp_path: Path, content: str | None) -> None:
+    bad = tmp_path / "report.json"
+    if content is not None:
+        bad.write_text(content)
+    good = published(tmp_path / "data", {"t": "P"})
+    result = run_cmd(["lab", "compare", str(bad), str(good)], tmp_path / "data")
+    assert result.returncode == 1
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert str(bad) in result.stderr
+
+
+def test_cli_unknown_option_is_a_usage_error(tmp_path: Path) -> None:
+    good = published(tmp_path, {"t": "P"})
+    result = run_cmd(["lab", "compare", str(good), str(good), "tolerence=0.1"], tmp_path)
+    assert result.returncode == 1 and "unknown option 'tolerence'" in result.stderr
+
+
+@pytest.mark.slow
+def test_doit_compare_builds_the_target_once(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    base = published(data, {"t": "FFFFF"})
+    cand = published(data, {"t": "PPPPP"}, config="cand")
+    dodo = tmp_path / "dodo.py"
+    dodo.write_text("from lab.tasks import doit_config\nfrom lab.tasks_share import task_compare, task_export\n"
+                    "DOIT_CONFIG = doit_config()\n")
+    argv = ["doit", "-f", str(dodo), "compare", f"base={base.name}", f"cand={cand}", f"out={tmp_path / 'o'}"]
+    first = run_cmd(argv, data)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "verdict: improved" in first.stdout
+    assert_valid("comparison", json.loads((tmp_path / "o" / "comparison.json").read_text()), "comparison.json")
+    second = run_cmd(argv, data)
+    assert second.returncode == 0 and "comparison:" not in second.stdout
+    again = run_cmd([*argv, "tolerance=0.5"], data)
+    assert "verdict: improved" in again.stdout
+    typo = run_cmd(["doit", "-f", str(dodo), "compare", f"base={base}", f"cnad={cand}"], data)
+    assert typo.returncode == 1 and "unknown variable 'cnad'" in typo.stderr
