@@ -1,0 +1,304 @@
+"""The long-context and long-context-stress suites, their chain-walk generator and `lab gen-stress`.
+
+- every task's shipped fixture fails its verifiers and passes after its scripted solution;
+- the facts really are out of sight: past the first page read_file shows, or cut out of a
+  command's output by the harness's truncation, while the narrowed command shows them;
+- chain-walk instances are deterministic, the bundled 01-05 are the generator's bytes, and
+  each of the three rules is judged by its own verifier alone;
+- `lab gen-stress` in a real subprocess, and both suites live with the scripted provider.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lab.agent.tools import TOOLS, ToolContext, run_tool
+from lab.cli.gen_stress import gen_stress
+from lab.process import minimal_env
+from lab.stress import GENERATED_SUITE_ID, RULE_POOLS, dump_json, expected_output, generate_instance
+from lab.suite import load_suite
+from tests.helpers.lab_process import ROOT, run_cmd
+from tests.helpers.script_interpreter import apply_script, copy_fixture, snapshot, verdicts
+
+SUITES = ROOT / "suites"
+TASK_COUNTS = {"long-context": 3, "long-context-stress": 9}
+OUTPUT_CHARS = 16_000  # the default limits.tool_output_chars
+
+
+def load_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+TASKS = [(suite_id, task) for suite_id in TASK_COUNTS
+         for task in load_json(SUITES / suite_id / "suite.json")["tasks"]]
+TASK_IDS = [f"{suite_id}/{task['id']}" for suite_id, task in TASKS]
+BUNDLED = SUITES / "long-context-stress"
+
+
+def script_of(suite_id: str, task: dict[str, Any]) -> dict[str, Any]:
+    return load_json(SUITES / suite_id / "scripts" / f"{task['id']}.json")
+
+
+def files_under(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def tool_text(workspace: Path, tool: str, arguments: dict[str, Any]) -> str:
+    ctx = ToolContext(workspace=workspace.resolve(), env=minimal_env(workspace),
+                      output_chars=OUTPUT_CHARS, command_timeout_ms=60_000)
+    result = run_tool(TOOLS[tool], arguments, ctx)
+    assert result.ok, result.text
+    return result.text
+
+
+# ---------------------------------------------------------------- suite files
+
+
+@pytest.mark.parametrize("suite_id", sorted(TASK_COUNTS))
+def test_suite_is_live_only_and_loads(suite_id: str) -> None:
+    suite = load_suite(SUITES / suite_id)
+    doc = load_json(SUITES / suite_id / "suite.json")
+    assert (doc["suiteVersion"], len(suite.tasks)) == ("1.0.0", TASK_COUNTS[suite_id])
+    assert "Live-only" in doc["description"] and "no cassettes" in doc["description"]
+    assert all("live-only" in task.tags for task in suite.tasks)
+    assert not (ROOT / "cassettes" / suite_id).exists()
+    ids = sorted(task.id for task in suite.tasks)
+    assert sorted(p.name for p in (SUITES / suite_id / "fixtures").iterdir()) == ids
+    assert sorted(p.stem for p in (SUITES / suite_id / "scripts").iterdir()) == ids
+    conf = (ROOT / "conf" / "suite" / f"{suite_id}.yaml").read_text(encoding="utf-8")
+    assert conf.startswith("# ") and f"path: suites/{suite_id}\n" in conf and "k: 5\n" in conf
+
+
+def test_suites_stay_within_their_size_budget() -> None:
+    sizes = {suite_id: sum(len(data) for data in files_under(SUITES / suite_id).values())
+             for suite_id in TASK_COUNTS}
+    assert sum(sizes.values()) < 600_000, sizes
+    for suite_id, task in TASKS:
+        fixture_bytes = sum(len(data) for data in files_under(SUITES / suite_id / task["fixture"]).values())
+        assert fixture_bytes < 150_000, (task["id"], fixture_bytes)
+
+
+@pytest.mark.parametrize(("suite_id", "task"), TASKS, ids=TASK_IDS)
+def test_script_fits_policy_and_budget(suite_id: str, task: dict[str, Any]) -> None:
+    script = script_of(suite_id, task)
+    calls = [call for turn in script["turns"] for call in turn.get("toolCalls", [])]
+    assert script["taskId"] == task["id"] and task["policy"]["mode"] == "auto"
+    runs_commands = any(call["name"] == "run_command" for call in calls)
+    assert ("process" in task["policy"]["allow"]) == runs_commands, "grant process iff needed"
+    assert len(script["turns"]) <= task["budget"]["maxTurns"]
+    assert len(calls) <= task["budget"]["maxToolCalls"]
+    assert task["budget"]["maxWallMs"] >= 600_000  # long inputs: minutes, not seconds
+    assert script["turns"][-1]["content"].startswith("DONE: ")
+
+
+# ---------------------------------------------------------------- solvable, and only by the work
+
+
+@pytest.mark.parametrize(("suite_id", "task"), TASKS, ids=TASK_IDS)
+def test_shipped_fixture_fails_its_verifiers(suite_id: str, task: dict[str, Any], tmp_path: Path) -> None:
+    workspace = copy_fixture(SUITES / suite_id / task["fixture"], tmp_path)
+    result = verdicts(workspace, task["verifiers"], snapshot(workspace))
+    commands = [v["id"] for v in task["verifiers"] if v["kind"] == "command"]
+    assert commands and not any(result[vid] for vid in commands), result
+
+
+@pytest.mark.parametrize(("suite_id", "task"), TASKS, ids=TASK_IDS)
+def test_scripted_solution_passes_every_verifier(suite_id: str, task: dict[str, Any],
+                                                 tmp_path: Path) -> None:
+    workspace = copy_fixture(SUITES / suite_id / task["fixture"], tmp_path)
+    before = snapshot(workspace)
+    events = apply_script(workspace, script_of(suite_id, task))
+    assert [e for e in events if e.outcome != "ok"] == []
+    result = verdicts(workspace, task["verifiers"], before)
+    assert all(result.values()), result
+
+
+# The fact each long-file task hides, and the file it hides in.
+BURIED = [
+    ("long-context", "buried-module-constant", "legacy_tariffs.py", "SETTLEMENT_CUTOFF_WEEKDAY_MIN = 1065"),
+    ("long-context", "cross-file-incident-lookup", "incidents.log", "INC-22598 sev=1"),
+    ("long-context", "cross-file-incident-lookup", "services.ini", "[SVC-0713]"),
+    ("long-context-stress", "log-trace-reconstruct", "access.log", "re666 retry n=3"),
+    ("long-context-stress", "three-hop-power-lookup", "alerts.log", "CRITICAL"),
+    ("long-context-stress", "three-hop-power-lookup", "hosts.csv", "db-17,R-118"),
+    ("long-context-stress", "layered-config-resolution", "conf/base.conf", "[payments.retry]\n"),
+]
+
+
+@pytest.mark.parametrize(("suite_id", "task_id", "rel", "needle"), BURIED, ids=[f"{b[1]}:{b[2]}" for b in BURIED])
+def test_fact_lies_beyond_the_first_page_of_read_file(suite_id: str, task_id: str, rel: str,
+                                                      needle: str) -> None:
+    fixture = SUITES / suite_id / "fixtures" / task_id
+    assert needle in (fixture / rel).read_text(encoding="utf-8")
+    first_page = tool_text(fixture, "read_file", {"path": rel})
+    assert "continue with offset=" in first_page and needle not in first_page
+
+
+# (suite, task, the full command, the narrowed command, what the answer needs)
+TRUNCATED = [
+    ("long-context", "truncated-command-output", ["python3", "audit.py"],
+     ["python3", "audit.py", "--grep", "!!"], ["ACCT-50634"]),
+    ("long-context-stress", "paged-report-two-needles", ["python3", "inventory.py"],
+     ["python3", "inventory.py", "--page", "7"], ["B-1565"]),
+    ("long-context-stress", "paged-report-two-needles", ["python3", "inventory.py"],
+     ["python3", "inventory.py", "--page", "11"], ["B-2551"]),
+]
+
+
+@pytest.mark.parametrize(("suite_id", "task_id", "full", "narrow", "needles"), TRUNCATED,
+                         ids=[" ".join(t[3][1:]) for t in TRUNCATED])
+def test_harness_truncation_hides_the_fact_until_the_command_is_narrowed(
+        suite_id: str, task_id: str, full: list[str], narrow: list[str], needles: list[str]) -> None:
+    fixture = SUITES / suite_id / "fixtures" / task_id
+    shown = tool_text(fixture, "run_command", {"argv": full})
+    assert "[truncated: stdout was " in shown and "summary" in shown
+    assert not any(needle in shown for needle in needles)
+    narrowed = tool_text(fixture, "run_command", {"argv": narrow})
+    assert "[truncated" not in narrowed and all(needle in narrowed for needle in needles)
+
+
+# ---------------------------------------------------------------- the chain-walk generator
+
+
+def test_generator_is_deterministic() -> None:
+    first, second = generate_instance(3), generate_instance(3)
+    assert dump_json(list(first)) == dump_json(list(second))
+    assert generate_instance(3, seed=1)[1] != first[1] and generate_instance(4)[1] != first[1]
+
+
+@pytest.mark.parametrize("index", range(1, 6))
+def test_bundled_instance_is_the_generators_output(index: int) -> None:
+    task, files, script = generate_instance(index)
+    bundled = next(t for t in load_json(BUNDLED / "suite.json")["tasks"] if t["id"] == task["id"])
+    assert bundled == task
+    assert files_under(BUNDLED / task["fixture"]) == {rel: text.encode() for rel, text in files.items()}
+    assert (BUNDLED / "scripts" / f"{task['id']}.json").read_bytes() == dump_json(script)
+
+
+def test_first_five_instances_use_every_rule_of_every_pool() -> None:
+    used = {v["id"].split("-", 2)[2] for n in range(1, 6) for v in generate_instance(n)[0]["verifiers"]}
+    assert used == {slug for pool in RULE_POOLS for slug, _, _ in pool}
+
+
+def _break_rule(rule: int, text: str, tokens: list[str]) -> str:
+    """result.txt text that breaks only ``rule`` (1 order, 2 case, 3 frame)."""
+    lines = text.splitlines()
+    at = [i for i, line in enumerate(lines) if line.lower() in tokens]
+    if rule == 1:
+        lines[at[0]], lines[at[1]] = lines[at[1]], lines[at[0]]
+    elif rule == 2:
+        flip = next(i for i in at if lines[i] != lines[i].lower())
+        lines[flip] = lines[flip].lower()
+    else:
+        lines = [lines[i] for i in at]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("index", range(1, 6))
+def test_each_rule_is_judged_by_its_own_verifier(index: int, tmp_path: Path) -> None:
+    task, files, _ = generate_instance(index)
+    tokens = [_field(files[path], "token: ") for path in _chain_paths(files)]
+    rules = [v["id"].split("-", 2)[2] for v in task["verifiers"]]
+    good = expected_output(rules, (tokens, _chain_paths(files)))
+    for broken in (1, 2, 3):
+        (tmp_path / "result.txt").write_text(_break_rule(broken, good, tokens), encoding="utf-8")
+        result = verdicts(tmp_path, task["verifiers"], {})
+        assert [vid for vid, ok in result.items() if not ok] == [task["verifiers"][broken - 1]["id"]]
+
+
+def _field(text: str, prefix: str) -> str:
+    return next(line[len(prefix):] for line in text.splitlines() if line.startswith(prefix))
+
+
+def _chain_paths(files: dict[str, str]) -> list[str]:
+    """Walk the chain the way the prompt describes it."""
+    path = _field(files["start.txt"], "The walk starts at: ")
+    paths = []
+    while path != "END":
+        paths.append(path)
+        path = _field(files[path], "next: ")
+    assert len(paths) == 16
+    return paths
+
+
+# ---------------------------------------------------------------- lab gen-stress
+
+
+def test_gen_stress_writes_a_loadable_suite_whose_first_five_are_bundled(tmp_path: Path) -> None:
+    out = tmp_path / "generated"
+    result = run_cmd(["lab", "gen-stress", "instances=7", f"out={out}"], tmp_path / "runs")
+    assert result.returncode == 0, result.stderr
+    suite = load_suite(out)
+    assert suite.id == GENERATED_SUITE_ID and [t.id for t in suite.tasks] == [
+        f"chain-walk-rules-{n:02d}" for n in range(1, 8)]
+    for n in range(1, 6):
+        task_id = f"chain-walk-rules-{n:02d}"
+        assert files_under(out / "fixtures" / task_id) == files_under(BUNDLED / "fixtures" / task_id)
+        assert (out / "scripts" / f"{task_id}.json").read_bytes() == (
+            BUNDLED / "scripts" / f"{task_id}.json").read_bytes()
+
+
+def test_gen_stress_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
+    out = tmp_path / "generated"
+    assert run_cmd(["lab", "gen-stress", "instances=2", f"out={out}"], tmp_path / "runs").returncode == 0
+    again = run_cmd(["lab", "gen-stress", "instances=1", f"out={out}"], tmp_path / "runs")
+    assert again.returncode == 1 and "force=true" in again.stderr
+    assert again.stderr.count("\n") == 1 and len(load_suite(out).tasks) == 2
+    forced = run_cmd(["lab", "gen-stress", "instances=1", f"out={out}", "force=true"], tmp_path / "runs")
+    assert forced.returncode == 0, forced.stderr
+    assert [t.id for t in load_suite(out).tasks] == ["chain-walk-rules-01"]
+    assert sorted(p.name for p in (out / "fixtures").iterdir()) == ["chain-walk-rules-01"]
+
+
+def test_gen_stress_force_never_replaces_a_foreign_directory(tmp_path: Path) -> None:
+    (tmp_path / "mine.txt").write_text("keep me\n", encoding="utf-8")
+    assert gen_stress(["instances=1", f"out={tmp_path}", "force=true"]) == 1
+    assert (tmp_path / "mine.txt").read_text(encoding="utf-8") == "keep me\n"
+
+
+def test_gen_stress_bad_instances_is_one_line(tmp_path: Path) -> None:
+    result = run_cmd(["lab", "gen-stress", "instances=abc"], tmp_path / "runs")
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == "lab gen-stress: instances must be a positive integer, got 'abc'\n"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ([], "missing instances=N"),
+    (["instances=0"], "instances must be a positive integer, got '0'"),
+    (["instances=2", "colour=red"], "unknown argument 'colour=red'"),
+    (["instances=2", "force=maybe"], "force must be true or false, got 'maybe'"),
+])
+def test_gen_stress_usage_errors(args: list[str], message: str, tmp_path: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert gen_stress([*args, f"out={tmp_path / 'x'}"] if args else []) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "x").exists()
+
+
+def test_gen_stress_defaults_to_a_new_directory_in_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert gen_stress(["instances=1"]) == 0
+    assert load_suite(tmp_path / "long-context-stress-generated").tasks[0].id == "chain-walk-rules-01"
+
+
+# ---------------------------------------------------------------- live, with the scripted provider
+
+
+@pytest.mark.slow
+def test_every_task_passes_live_with_the_scripted_provider(tmp_path: Path) -> None:
+    statuses: dict[str, str] = {}
+    for suite_id in TASK_COUNTS:
+        result = run_cmd(["doit", "eval", f"suite={suite_id}", "provider=scripted", "k=1", "json=true"],
+                         tmp_path / "runs")
+        assert result.returncode == 0, result.stderr[-2000:]
+        runs = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+        statuses |= {f"{run['suiteId']}/{run['taskId']}": run["status"]
+                     for run in runs if run.get("type") == "run"}
+    assert statuses == {task_id: "pass" for task_id in TASK_IDS}
