@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from tabulate import tabulate
+
+LOW_POWER_RUNS = 5  # as lab.report.build; the flag itself is read from the report
 
 
 def summarise(report_dir: Path) -> tuple[int, str]:
@@ -23,15 +26,39 @@ def summarise(report_dir: Path) -> tuple[int, str]:
              f"k={h['k']} seed={h['seed']} · config {h['configHash'][:12]}"]
     if "note" in h:
         lines.append(h["note"])
-    rows = [(t["taskId"], f"{t['passes']}/{t['judged']}", t["errors"] or "", "flaky" if t["flaky"] else "")
-            for t in doc["tasks"]]
+    rows = [(t["taskId"], f"{t['passes']}/{t['judged']}", t["errors"] or "", _flags(t)) for t in doc["tasks"]]
     lines.append(tabulate(rows, headers=["task", "passed", "errors", ""], tablefmt="simple"))
     lines.append(f"success rate {rate}; pass^k {_pct(s['passHatK'])}, pass@k {_pct(s['passAtK'])} of tasks")
+    lines += _warnings(doc)
     for err in doc["errors"]:
         lines.append(f"error: task {err['taskId']} run {err['repetition']}: {err['kind']}: {err['message']}")
     lines.append(f"report: {report_dir / 'report.md'}")
+    if (report_dir / "index.html").exists():
+        lines.append(f"html: {report_dir / 'index.html'}")
     code = 2 if s["divergences"] else (1 if s["errors"] else 0)
     return code, "\n".join(lines)
+
+
+def _flags(task: dict[str, Any]) -> str:
+    return ", ".join(f for f, on in (("flaky", task["flaky"]), ("low power", task.get("lowPower"))) if on)
+
+
+def _warnings(doc: dict[str, Any]) -> list[str]:
+    """Low power (M3) overall and per task; token figures omitted (M4)."""
+    s, lines = doc["summary"], []
+    if s.get("lowPower"):
+        lines.append(f"low power: {s['judged']} judged runs overall (fewer than {LOW_POWER_RUNS}); "
+                     "intervals are wide")
+    low_tasks = s.get("lowPowerTasks") or []
+    if low_tasks:
+        lines.append(f"low power: {len(low_tasks)} of {s['tasks']} tasks have fewer than {LOW_POWER_RUNS} "
+                     "judged runs")
+    measured = doc.get("measured")
+    if measured and measured.get("usageIncomplete"):
+        missing = measured["runsJudged"] - measured["runsReportingUsage"]
+        lines.append(f"token figures omitted: {missing} of {measured['runsJudged']} judged runs "
+                     "did not report usage")
+    return lines
 
 
 def _pct(value: float | None) -> str:

@@ -13,6 +13,8 @@ SECRET_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY")
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-live", action="store_true", default=False,
                      help="also run tests that call a real provider (needs an API key)")
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="rewrite the golden files in tests/golden/ instead of comparing against them")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

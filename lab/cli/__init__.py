@@ -3,6 +3,13 @@
     lab list                          bundled suites, versions, digests, cassettes
     lab run [OVERRIDES…]              same as `doit eval OVERRIDES…`
     lab record [OVERRIDES…]           same as `doit record OVERRIDES…`
+    lab gate REPORT [min_pass_rate=1.0] [allow_flaky=false]   CI verdict on a report (exit 0/1/2)
+    lab variants suite=… variant=a,b  run variants interleaved over the same runs, then compare them
+    lab ci [out=DIR]                  replay every bundled cassette; exit 2 on divergence, 1 on failure
+    lab gen-stress instances=N [out=DIR] [force=true]   write N seeded chain-walk-rules instances
+    lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]   compare two reports; exit 3 if incompatible
+    lab admit BASE CAND [REPEAT_BASE REPEAT_CAND] [max_token_increase=0.2]   admission rule; exit 0 = admit
+    lab export RUN_ID out=FILE [force=true]   one scrubbed, secret-checked JSON bundle of a run
 
 Overrides use Hydra syntax (``suite=core k=5 mode=replay provider.model=x``).
 Exit codes: 0 completed (whichever tasks passed), 1 usage or infrastructure
@@ -19,7 +26,14 @@ from collections.abc import Sequence
 COMMANDS = {
     "run": "lab.cli.run:run",
     "record": "lab.cli.run:record",
+    "ci": "lab.cli.run:ci",
+    "variants": "lab.cli.run:variants",
     "list": "lab.cli.listing:list_suites",
+    "gate": "lab.cli.gate:gate",
+    "gen-stress": "lab.cli.gen_stress:gen_stress",
+    "compare": "lab.cli.compare:compare",
+    "admit": "lab.cli.admit:admit",
+    "export": "lab.cli.export:export",
 }
 
 USAGE = __doc__ or ""

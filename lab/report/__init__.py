@@ -1,29 +1,74 @@
-"""Reports: build the numbers from run records, then write them out whole."""
+"""Reports: build the numbers from run records, then write them out whole (SPEC M1–M9).
+
+``build_report`` computes every figure (``build``, ``metrics``, ``repetition``);
+the writers only format: ``markdown`` (report.md), ``html`` (index.html from
+``templates/index.html.j2``), ``junit`` (junit.xml) and ``lines``
+(runs.jsonl, events.jsonl and the ``json=true`` run line).
+"""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from lab.files import dumps_json, dumps_line, publish_dir
+from lab.files import dumps_json, publish_dir
 from lab.report.build import build_report
+from lab.report.html import iter_html, render_html, run_anchor
+from lab.report.junit import render_junit
+from lab.report.lines import derived_events, events_jsonl, iter_events_jsonl, iter_runs_jsonl, \
+    run_json_line, runs_jsonl
 from lab.report.markdown import render_markdown
 
-__all__ = ["build_report", "render_markdown", "write_report"]
+__all__ = ["REPORT_FILES", "build_report", "derived_events", "render_files", "render_html", "render_junit",
+           "render_markdown", "run_anchor", "run_json_line", "write_report"]
+
+REPORT_FILES = ("report.json", "report.md", "runs.jsonl", "events.jsonl", "index.html", "junit.xml")
 
 
-def write_report(report_dir: Path, doc: dict[str, Any], records: list[dict[str, Any]]) -> None:
-    """Publish ``report.json``, ``report.md`` and ``runs.jsonl`` in ``report_dir``.
+def render_files(doc: dict[str, Any], records: list[dict[str, Any]],
+                 events: list[dict[str, Any]] | None = None) -> dict[str, str]:
+    """The text of every report file, by name (the keys are ``REPORT_FILES``), as ``write_report`` writes it.
+
+    Args:
+        doc: the document from :func:`build_report` over ``records``.
+        records: the run records (any order).
+        events: lifecycle events for ``events.jsonl`` in emission order;
+            None derives one ``run_finished`` event per record.
+    """
+    return {"report.json": dumps_json(doc), "report.md": render_markdown(doc), "runs.jsonl": runs_jsonl(records),
+            "events.jsonl": events_jsonl(events, records), "index.html": render_html(doc, records),
+            "junit.xml": render_junit(doc, records)}
+
+
+def write_report(report_dir: Path, doc: dict[str, Any], records: list[dict[str, Any]],
+                 events: list[dict[str, Any]] | None = None) -> None:
+    """Publish every report file (``REPORT_FILES``) in ``report_dir``.
 
     The files are written into a staging directory beside it and renamed
     into place together: a reader never sees a half-written report.
+
+    Args:
+        report_dir: the report directory (replaced whole if it exists).
+        doc: the document from :func:`build_report` over ``records``.
+        records: the run records (any order).
+        events: lifecycle events for ``events.jsonl``; None derives them.
     """
     report_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{report_dir.name}.", dir=report_dir.parent))
-    ordered = sorted(records, key=lambda r: (r["taskId"], r["repetition"]))
-    (staging / "report.json").write_text(dumps_json(doc), encoding="utf-8")
-    (staging / "report.md").write_text(render_markdown(doc), encoding="utf-8")
-    (staging / "runs.jsonl").write_text(
-        "".join(dumps_line(r) for r in ordered), encoding="utf-8")
+    try:
+        staging.chmod(0o755)  # mkdtemp makes it private; a report is meant to be read (CI artifacts)
+        # Streamed, file by file: with 100k runs no page or JSONL file is ever one string.
+        chunks: dict[str, Iterable[str]] = {
+            "report.json": [dumps_json(doc)], "report.md": [render_markdown(doc)],
+            "runs.jsonl": iter_runs_jsonl(records), "events.jsonl": iter_events_jsonl(events, records),
+            "index.html": iter_html(doc, records), "junit.xml": [render_junit(doc, records)]}
+        for name in REPORT_FILES:
+            with open(staging / name, "w", encoding="utf-8") as fh:
+                fh.writelines(chunks[name])
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     publish_dir(staging, report_dir)

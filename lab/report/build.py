@@ -1,16 +1,40 @@
-"""Compute every number of a report from run records (SPEC M1–M7).
+"""Compute every number of a report from run records (SPEC M1–M7, X2).
 
-All figures are computed here; the Markdown, HTML and JUnit writers only
-format them. Judged runs are pass + fail + budget_exceeded; errored runs are
-counted apart and excluded from every rate.
+All figures are computed here and in :mod:`lab.report.metrics` /
+:mod:`lab.report.repetition`; the Markdown, HTML and JUnit writers only
+format them. Definitions (the user-facing version is ``docs/reports.md``):
+
+- *judged* runs: status ``pass``, ``fail`` or ``budget_exceeded``. Errored
+  runs (infrastructure, replay divergence, a verifier that could not run) are
+  counted apart and excluded from every rate.
+- ``successRate`` (M1) = passes / judged, with its 95 % Wilson interval
+  ``wilson95`` = [low, high]; both null when nothing was judged.
+- ``passAtK`` / ``passHatK`` per task (M2): the unbiased estimators of
+  :mod:`lab.stats` with k' = min(k, judged); with k' = judged they are "at
+  least one judged run passed" and "every judged run passed". The suite's
+  ``passAtK`` / ``passHatK`` are the fractions of tasks (with ≥ 1 judged run)
+  that passed at least once / every time.
+- ``flaky``: the task was observed both passing and not passing among its
+  judged runs (pass@k yes, pass^k no).
+- ``lowPower`` (M3): fewer than 5 judged runs (per task; overall on the
+  summary, plus ``lowPowerTasks``).
+- ``falsePositives`` / ``falseNegatives`` (X2): judged runs whose agent
+  claimed success although a check failed / did not claim success although
+  every check passed.
+
+A report is a pure function of (header, set of records): records are sorted
+by task id, repetition and seed first, so the bytes never depend on the order
+the runs finished in.
 """
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from lab.report.metrics import cached_input, cached_input_ratio, estimated_block, is_judged, \
+    measured_block, usage_of
+from lab.report.repetition import repetition_block
 from lab.stats import pass_at_k, pass_hat_k, wilson_interval
 
 REPORT_SCHEMA_VERSION = 1
@@ -20,45 +44,66 @@ REPLAY_NOTE = ("Replay measures the harness alone, deterministically: "
                "a replay says nothing about model quality.")
 
 
-def build_report(header: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+def sort_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records in report order: task id, repetition, seed (a total order for one eval)."""
+    return sorted(records, key=lambda r: (r["taskId"], r["repetition"], r.get("seed", 0)))
+
+
+def build_report(header: dict[str, Any], records: list[dict[str, Any]], *,
+                 planned_tasks: Sequence[str] | None = None) -> dict[str, Any]:
     """The report document for ``records`` (one suite, one configuration).
 
     Args:
         header: the conditions (suite id/version/digest, harness version and
-            digest, config hash, provider, model, mode, k, seed, run id).
-        records: run records in any order; the report sorts them by task id
-            and repetition, so it is identical whatever the completion order.
+            digest, config hash, variant, provider, model, mode, k, seed, run
+            id, rates {input, output} in USD per million tokens, compaction).
+        records: run records (``run-record.schema.json``) in any order.
+        planned_tasks: ids of every task the eval planned; tasks without a
+            record still get a (zero-run) task block and count towards
+            ``repetition.requested``. Default: the task ids of ``records``.
+            A header ``runsRequested`` (k × tasks planned, set by
+            ``lab.tasks``) takes precedence for ``repetition.requested``.
 
     Returns:
-        A JSON-able dict whose first key is ``schemaVersion``.
+        A JSON-able dict whose first key is ``schemaVersion`` with blocks
+        header, summary, tasks, measured (absent when nothing was judged),
+        estimated (absent unless both rates are given and usage is complete),
+        repetition, errors and runs (``report.schema.json``).
     """
-    records = sorted(records, key=lambda r: (r["taskId"], r["repetition"]))
-    by_task: dict[str, list[dict[str, Any]]] = {}
+    records = sort_records(records)
+    by_task: dict[str, list[dict[str, Any]]] = {t: [] for t in planned_tasks or ()}
     for record in records:
         by_task.setdefault(record["taskId"], []).append(record)
-    tasks = [_task_block(task_id, runs, header["k"]) for task_id, runs in sorted(by_task.items())]
+    k = int(header["k"])
+    tasks = [_task_block(task_id, runs, k) for task_id, runs in sorted(by_task.items())]
     doc: dict[str, Any] = {"schemaVersion": REPORT_SCHEMA_VERSION, "header": dict(header)}
     if header.get("mode") == "replay":
         doc["header"]["note"] = REPLAY_NOTE
     doc["summary"] = _summary(records, tasks)
     doc["tasks"] = tasks
-    measured = _measured(records)
+    grouped = sorted(by_task.items())
+    measured = measured_block(records, grouped)
     if measured is not None:
         doc["measured"] = measured
-    estimated = _estimated(measured, header.get("rates") or {})
+    estimated = estimated_block(records, grouped, header.get("rates") or {})
     if estimated is not None:
         doc["estimated"] = estimated
+    requested = header.get("runsRequested")
+    doc["repetition"] = repetition_block(records, sorted(by_task), k,
+                                         None if requested is None else int(requested))
     doc["errors"] = [_error_line(r) for r in records if r["status"] == "error"]
-    doc["runs"] = [_run_line(r) for r in records]
+    doc["runs"] = [run_line(r) for r in records]
     return doc
 
 
-def _counts(runs: Iterable[dict[str, Any]]) -> dict[str, int]:
-    runs = list(runs)
-    counts = {s: sum(1 for r in runs if r["status"] == s) for s in ("pass", "fail", "budget_exceeded", "error")}
-    return {"runs": len(runs), "judged": counts["pass"] + counts["fail"] + counts["budget_exceeded"],
-            "passes": counts["pass"], "fails": counts["fail"],
-            "budgetExceeded": counts["budget_exceeded"], "errors": counts["error"]}
+def counts(runs: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Run counts by status: runs, judged, passes, fails, budgetExceeded, errors."""
+    tally = {"pass": 0, "fail": 0, "budget_exceeded": 0, "error": 0}
+    for run in runs:
+        tally[run["status"]] += 1
+    return {"runs": sum(tally.values()), "judged": tally["pass"] + tally["fail"] + tally["budget_exceeded"],
+            "passes": tally["pass"], "fails": tally["fail"],
+            "budgetExceeded": tally["budget_exceeded"], "errors": tally["error"]}
 
 
 def _rate(passes: int, judged: int) -> dict[str, Any]:
@@ -68,77 +113,51 @@ def _rate(passes: int, judged: int) -> dict[str, Any]:
     return {"successRate": passes / judged, "wilson95": [low, high]}
 
 
-def _claims(runs: list[dict[str, Any]]) -> dict[str, int]:
-    judged = [r for r in runs if r["status"] in JUDGED]
+def claims(runs: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """X2 over judged runs: falsePositives (claimed success, not passed), falseNegatives."""
+    judged = [r for r in runs if is_judged(r)]
     return {"falsePositives": sum(1 for r in judged if r.get("claim") == "success" and r["status"] != "pass"),
             "falseNegatives": sum(1 for r in judged if r.get("claim") != "success" and r["status"] == "pass")}
 
 
 def _task_block(task_id: str, runs: list[dict[str, Any]], k: int) -> dict[str, Any]:
-    counts = _counts(runs)
-    n, c = counts["judged"], counts["passes"]
-    block: dict[str, Any] = {"taskId": task_id, **counts, **_rate(c, n)}
+    tally = counts(runs)
+    n, c = tally["judged"], tally["passes"]
+    block: dict[str, Any] = {"taskId": task_id, **tally, **_rate(c, n)}
     if n >= 1:
-        kk = min(k, n)
-        block["passAtK"] = pass_at_k(n, c, kk)
-        block["passHatK"] = pass_hat_k(n, c, kk)
+        k_eff = min(k, n)
+        block["passAtK"] = pass_at_k(n, c, k_eff)
+        block["passHatK"] = pass_hat_k(n, c, k_eff)
     else:
         block["passAtK"] = block["passHatK"] = None
-    block["flaky"] = bool(block["passAtK"]) and block["passHatK"] == 0.0 if n else False
+    block["flaky"] = 0 < c < n
     block["lowPower"] = n < LOW_POWER_RUNS
-    block.update(_claims(runs))
+    block["cachedInputRatio"] = cached_input_ratio(runs)
+    block.update(claims(runs))
     return block
 
 
 def _summary(records: list[dict[str, Any]], tasks: list[dict[str, Any]]) -> dict[str, Any]:
-    counts = _counts(records)
+    tally = counts(records)
     judged_tasks = [t for t in tasks if t["judged"] > 0]
-    summary: dict[str, Any] = {**counts, **_rate(counts["passes"], counts["judged"])}
+    summary: dict[str, Any] = {**tally, **_rate(tally["passes"], tally["judged"])}
     summary["tasks"] = len(tasks)
     summary["passAtK"] = (sum(1 for t in judged_tasks if t["passes"] > 0) / len(judged_tasks)
                           if judged_tasks else None)
     summary["passHatK"] = (sum(1 for t in judged_tasks if t["passes"] == t["judged"]) / len(judged_tasks)
                            if judged_tasks else None)
     summary["flakyTasks"] = [t["taskId"] for t in tasks if t["flaky"]]
-    summary["lowPower"] = counts["judged"] < LOW_POWER_RUNS
-    summary["divergences"] = sum(1 for r in records if (r.get("error") or {}).get("kind") == "replay_divergence")
-    summary.update(_claims(records))
+    summary["lowPower"] = tally["judged"] < LOW_POWER_RUNS
+    summary["lowPowerTasks"] = [t["taskId"] for t in tasks if t["lowPower"]]
+    summary["divergences"] = sum(1 for r in records if _error_kind(r) == "replay_divergence")
+    summary["cachedInput"] = cached_input(records)
+    summary.update(claims(records))
     return summary
 
 
-def _measured(records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Measured block (M4): omitted when any judged run lacks provider usage."""
-    judged = [r for r in records if r["status"] in JUDGED]
-    if not judged:
-        return None
-    walls = [r["wallMs"] for r in judged if r.get("wallMs") is not None]
-    block: dict[str, Any] = {"runsJudged": len(judged)}
-    if walls:
-        block["wallMsMedian"] = statistics.median(walls)
-        block["wallMsVariance"] = statistics.variance(walls) if len(walls) > 1 else None
-    usages = [r.get("usage") for r in judged]
-    passes = sum(1 for r in judged if r["status"] == "pass")
-    if all(u and u.get("inputTokens") is not None and u.get("outputTokens") is not None for u in usages):
-        tokens_in = sum(u["inputTokens"] for u in usages if u)
-        tokens_out = sum(u["outputTokens"] for u in usages if u)
-        block.update(inputTokens=tokens_in, outputTokens=tokens_out,
-                     tokensPerAttempt=(tokens_in + tokens_out) / len(judged),
-                     tokensPerSuccess=(tokens_in + tokens_out) / passes if passes else None)
-    else:
-        block["usageIncomplete"] = True
-    if walls and passes:
-        block["wallMsPerSuccess"] = sum(walls) / passes
-    return block
-
-
-def _estimated(measured: dict[str, Any] | None, rates: dict[str, Any]) -> dict[str, Any] | None:
-    """Estimated USD cost (M6): only with both rates and complete usage; never guessed."""
-    if measured is None or "inputTokens" not in measured:
-        return None
-    if rates.get("input") is None or rates.get("output") is None:
-        return None
-    cost = (measured["inputTokens"] * rates["input"] + measured["outputTokens"] * rates["output"]) / 1e6
-    return {"costUsd": cost, "rates": {"inputUsdPerMTok": rates["input"], "outputUsdPerMTok": rates["output"]}}
+def _error_kind(record: dict[str, Any]) -> str | None:
+    kind = (record.get("error") or {}).get("kind")
+    return None if kind is None else str(kind)
 
 
 def _error_line(record: dict[str, Any]) -> dict[str, Any]:
@@ -147,8 +166,27 @@ def _error_line(record: dict[str, Any]) -> dict[str, Any]:
             "kind": error.get("kind"), "message": error.get("message")}
 
 
-def _run_line(record: dict[str, Any]) -> dict[str, Any]:
-    return {"taskId": record["taskId"], "repetition": record["repetition"], "seed": record["seed"],
-            "status": record["status"], "claim": record.get("claim"), "score": record.get("score"),
-            "wallMs": record.get("wallMs"),
-            "verifiers": {v["id"]: v["status"] for v in record.get("verifiers", [])}}
+def run_line(record: dict[str, Any]) -> dict[str, Any]:
+    """The per-run summary kept in ``report.json`` ``runs`` (and printed by ``json=true``).
+
+    Token keys (``inputTokens``, ``outputTokens``) are present only when the
+    run reported usage, ``cachedInputTokens`` only when every main turn
+    reported it (M4, M5): unknown figures are absent, never 0.
+    """
+    usage = usage_of(record)
+    raw_usage = record.get("usage") or {}
+    line: dict[str, Any] = {
+        "taskId": record["taskId"], "repetition": record["repetition"], "seed": record["seed"],
+        "status": record["status"], "claim": record.get("claim"), "score": record.get("score"),
+        "wallMs": record.get("wallMs"), "stopReason": record.get("stopReason"),
+        "budgetExceeded": record.get("budgetExceeded"), "errorKind": _error_kind(record),
+        "turns": record.get("turns", 0), "toolCalls": record.get("toolCalls", 0),
+        "verifiers": {v["id"]: v["status"] for v in record.get("verifiers", [])},
+        "usageReported": usage is not None, "cachedPartial": bool(raw_usage.get("cachedPartial")),
+    }
+    if usage is not None:
+        line["inputTokens"] = usage["inputTokens"]
+        line["outputTokens"] = usage["outputTokens"]
+        if usage.get("cachedInputTokens") is not None and not line["cachedPartial"]:
+            line["cachedInputTokens"] = usage["cachedInputTokens"]
+    return line

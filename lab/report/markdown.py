@@ -1,4 +1,8 @@
-"""report.md: the conditions, then measured and estimated tables apart (SPEC M8)."""
+"""report.md: the conditions, the rates, then measured and estimated tables apart (SPEC M8).
+
+Only formats a report document from :func:`lab.report.build.build_report`;
+it computes nothing. Unknown figures print as an em dash.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +10,55 @@ from typing import Any
 
 from tabulate import tabulate
 
-
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}%"
+DASH = "—"
 
 
-def _interval(interval: list[float] | None) -> str:
-    return "—" if interval is None else f"[{interval[0]:.4f}, {interval[1]:.4f}]"
+def pct(value: float | None) -> str:
+    """``0.5`` → ``50.0%``; None → an em dash."""
+    return DASH if value is None else f"{100 * value:.1f}%"
+
+
+def interval(bounds: list[float] | None) -> str:
+    """A Wilson interval as ``[0.1234, 0.5678]``; None → an em dash."""
+    return DASH if bounds is None else f"[{bounds[0]:.4f}, {bounds[1]:.4f}]"
+
+
+def num(value: float | int | None, digits: int = 1) -> str:
+    """An int as is, a float with ``digits`` decimals, None as an em dash."""
+    if value is None:
+        return DASH
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{digits}f}"
+
+
+def _cell(text: Any) -> str:
+    """Table-safe text: no newlines, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _table(rows: list[tuple[Any, ...]], headers: list[str]) -> list[str]:
+    safe = [tuple(_cell(c) for c in row) for row in rows]
+    return [tabulate(safe, headers=headers, tablefmt="github", disable_numparse=True), ""]
+
+
+def conditions(h: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, value) rows stating the conditions of a report (shared with the HTML page)."""
+    rows = [
+        ("suite", f"{h['suiteId']} {h['suiteVersion']} (digest {h['suiteDigest'][:12]})"),
+        ("harness", f"{h['harnessVersion']} (digest {h['harnessDigest'][:12]})"),
+        ("config hash", h["configHash"]), ("variant", h.get("variant") or "baseline"),
+        ("provider / model", f"{h['provider']} / {h['model']}"),
+        ("mode", h["mode"]), ("k", str(h["k"])), ("seed", str(h["seed"])), ("run id", h["runId"]),
+    ]
+    compaction = h.get("compaction")
+    if compaction is not None:
+        state = "on" if compaction.get("enabled") else "off"
+        rows.append(("compaction", f"{state}, threshold {compaction.get('threshold')}"))
+    rates = h.get("rates") or {}
+    if rates.get("input") is not None or rates.get("output") is not None:
+        rows.append(("rates (USD / M tokens)", f"input {rates.get('input')}, output {rates.get('output')}"))
+    return rows
 
 
 def render_markdown(doc: dict[str, Any]) -> str:
@@ -21,53 +67,137 @@ def render_markdown(doc: dict[str, Any]) -> str:
     lines = [f"# {h['suiteId']} {h['suiteVersion']} — {h['mode']}", ""]
     if "note" in h:
         lines += [f"> {h['note']}", ""]
-    conditions = [
-        ("suite", f"{h['suiteId']} {h['suiteVersion']} (digest {h['suiteDigest'][:12]})"),
-        ("harness", f"{h['harnessVersion']} (digest {h['harnessDigest'][:12]})"),
-        ("config hash", h["configHash"]), ("variant", h.get("variant", "baseline")),
-        ("provider / model", f"{h['provider']} / {h['model']}"),
-        ("mode", h["mode"]), ("k", h["k"]), ("seed", h["seed"]), ("run id", h["runId"]),
-    ]
-    lines += ["## Conditions", "", tabulate(conditions, headers=["", ""], tablefmt="github"), ""]
-    lines += ["## Summary", ""]
-    rows = [("runs", s["runs"]), ("judged", s["judged"]), ("passes", s["passes"]),
-            ("errors (excluded)", s["errors"]),
-            ("success rate", f"{_pct(s['successRate'])} {_interval(s['wilson95'])} (95% Wilson)"),
-            ("pass@k (tasks)", _pct(s["passAtK"])), ("pass^k (tasks)", _pct(s["passHatK"])),
-            ("false positives / negatives", f"{s['falsePositives']} / {s['falseNegatives']}")]
-    lines += [tabulate(rows, tablefmt="github", headers=["", ""]), ""]
-    if s["lowPower"]:
-        lines += [f"Low power: {s['judged']} judged runs (fewer than 5); intervals are wide.", ""]
-    if s["flakyTasks"]:
-        lines += [f"Flaky tasks (pass@k yes, pass^k no): {', '.join(s['flakyTasks'])}", ""]
-    lines += ["## Tasks", ""]
-    table = [(t["taskId"], t["judged"], t["passes"], t["budgetExceeded"], t["errors"], _pct(t["successRate"]),
-              _interval(t["wilson95"]), _pct(t["passAtK"]), _pct(t["passHatK"]),
-              "flaky" if t["flaky"] else "") for t in doc["tasks"]]
-    lines += [tabulate(table, headers=["task", "judged", "pass", "budget", "error", "rate", "95% Wilson",
-                                       "pass@k", "pass^k", ""], tablefmt="github"), ""]
-    lines += _measured_lines(doc.get("measured")) + _estimated_lines(doc.get("estimated"))
+    lines += ["## Conditions", ""] + _table(conditions(h), ["", ""])
+    lines += ["## Summary", ""] + _table(summary_rows(s), ["", ""])
+    lines += [line for notice in notices(doc) for line in (notice, "")]
+    lines += ["## Tasks", ""] + _task_table(doc["tasks"])
+    lines += _repetition_lines(doc["repetition"])
+    lines += _measured_lines(doc.get("measured"))
+    lines += _estimated_lines(doc.get("estimated"), doc)
     if doc["errors"]:
         lines += ["## Errors (not judged)", ""]
-        lines += [tabulate([(e["taskId"], e["repetition"], e["kind"], e["message"]) for e in doc["errors"]],
-                           headers=["task", "rep", "kind", "message"], tablefmt="github"), ""]
+        lines += _table([(e["taskId"], e["repetition"], e["kind"], e["message"]) for e in doc["errors"]],
+                        ["task", "rep", "kind", "message"])
     return "\n".join(lines)
+
+
+def summary_rows(s: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(label, value) rows of the summary block (shared with the HTML page)."""
+    cached = s["cachedInput"]
+    return [("runs", s["runs"]), ("judged", s["judged"]), ("passes", s["passes"]), ("fails", s["fails"]),
+            ("budget exceeded", s["budgetExceeded"]), ("errors (excluded)", s["errors"]),
+            ("success rate", f"{pct(s['successRate'])} {interval(s['wilson95'])} (95% Wilson)"),
+            ("pass@k (tasks)", pct(s["passAtK"])), ("pass^k (tasks)", pct(s["passHatK"])),
+            ("false positives / negatives", f"{s['falsePositives']} / {s['falseNegatives']}"),
+            ("replay divergences", s["divergences"]),
+            ("cached input", ("not reported" if cached["ratio"] is None else f"{pct(cached['ratio'])} of input tokens")
+             + f" ({cached['runsReporting']} of {cached['runsJudged']} judged runs reporting)")]
+
+
+def notices(doc: dict[str, Any]) -> list[str]:
+    """Plain-text warnings: low power (M3), flaky tasks (M2), partial cached input (M5)."""
+    s = doc["summary"]
+    lines = []
+    if s["lowPower"]:
+        lines.append(f"Low power: {s['judged']} judged runs overall (fewer than 5); intervals are wide.")
+    if s["lowPowerTasks"]:
+        lines.append(f"Low power: {len(s['lowPowerTasks'])} of {s['tasks']} tasks have fewer than 5 judged "
+                     f"runs: {', '.join(s['lowPowerTasks'])}.")
+    if s["flakyTasks"]:
+        lines.append(f"Flaky tasks (pass@k yes, pass^k no): {', '.join(s['flakyTasks'])}.")
+    if s["cachedInput"]["runsPartial"]:
+        lines.append(f"Cached input: {s['cachedInput']['runsPartial']} run(s) reported cached tokens on only "
+                     "some turns (cachedPartial) and are left out of the ratio.")
+    rep = doc["repetition"]
+    if rep["completed"] < rep["requested"]:
+        lines.append(f"Incomplete: {rep['completed']} of {rep['requested']} requested runs have a record"
+                     + (" (the eval was voided after repeated infrastructure errors)." if doc["header"].get("voided")
+                        else "."))
+    if s["divergences"]:
+        lines.append(f"Replay divergence: {s['divergences']} run(s) asked for something the recording "
+                     "does not hold; see the errors.")
+    return lines
+
+
+def _task_table(tasks: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for t in tasks:
+        flags = [f for f, on in (("flaky", t["flaky"]), ("low power", t["lowPower"])) if on]
+        rows.append((t["taskId"], t["judged"], t["passes"], t["fails"], t["budgetExceeded"], t["errors"],
+                     pct(t["successRate"]), interval(t["wilson95"]), pct(t["passAtK"]), pct(t["passHatK"]),
+                     t["falsePositives"], t["falseNegatives"], pct(t["cachedInputRatio"]), ", ".join(flags)))
+    return _table(rows, ["task", "judged", "pass", "fail", "budget", "error", "rate", "95% Wilson",
+                         "pass@k", "pass^k", "FP", "FN", "cached", "flags"])
+
+
+def _repetition_lines(rep: dict[str, Any]) -> list[str]:
+    rows = [("requested (k × tasks)", rep["requested"]), ("completed (records)", rep["completed"]),
+            ("assessed (judged)", rep["assessed"]), ("invalid (errored)", rep["invalid"]),
+            ("resolved (passed)", rep["resolved"]), ("all resolved", "yes" if rep["allResolved"] else "no"),
+            ("score mean / min / max", " / ".join(num(rep[k], 3) for k in ("scoreMean", "scoreMin", "scoreMax")))]
+    lines = ["## Repetition summary", ""] + _table(rows, ["", ""])
+    if rep["variableTasks"]:
+        lines += [f"Variable tasks: {', '.join(rep['variableTasks'])}.", ""]
+    if rep["variableVerifiers"]:
+        names = ", ".join(f"{v['taskId']}/{v['verifierId']}" for v in rep["variableVerifiers"])
+        lines += [f"Variable verifiers (observed passing and failing): {names}.", ""]
+    if rep["verifiers"]:
+        lines += _table([(v["taskId"], v["verifierId"], f"{v['passed']}/{v['assessed']}") for v in rep["verifiers"]],
+                        ["task", "verifier", "passed/assessed"])
+    return lines
+
+
+MEASURED_ROWS = (("judged runs", "runsJudged", 0), ("runs reporting usage", "runsReportingUsage", 0),
+                 ("input tokens", "inputTokens", 0), ("output tokens", "outputTokens", 0),
+                 ("tokens per attempt", "tokensPerAttempt", 1), ("tokens per success", "tokensPerSuccess", 1),
+                 ("wall ms median", "wallMsMedian", 1), ("wall ms variance", "wallMsVariance", 1),
+                 ("wall ms per success", "wallMsPerSuccess", 1), ("turns", "turns", 0),
+                 ("tool calls", "toolCalls", 0), ("compactions", "compactions", 0))
 
 
 def _measured_lines(m: dict[str, Any] | None) -> list[str]:
     if m is None:
-        return []
-    rows = [(key, value) for key, value in m.items() if value is not None]
-    lines = ["## Measured", "", "Provider-reported usage (main loop only) and wall time.", ""]
-    if m.get("usageIncomplete"):
-        lines += ["Token figures omitted: some runs did not report usage.", ""]
-    return lines + [tabulate(rows, headers=["figure", "value"], tablefmt="github"), ""]
+        return ["## Measured", "", "No judged runs: nothing was measured.", ""]
+    lines = ["## Measured", "",
+             "Provider-reported usage (main loop only, compaction calls excluded), wall time and event counts "
+             "over judged runs. Per success = all judged spend, failures included, divided by successes.", ""]
+    if m["usageIncomplete"]:
+        missing = ", ".join(f"{r['taskId']} r{r['repetition']}" for r in m["runsMissingUsage"])
+        lines += [f"Token figures omitted: {m['runsJudged'] - m['runsReportingUsage']} of {m['runsJudged']} "
+                  f"judged runs did not report usage ({missing}).", ""]
+    rows = [(label, num(m[key], digits)) for label, key, digits in MEASURED_ROWS if key in m]
+    lines += _table(rows, ["figure", "value"])
+    per_task = [(t["taskId"], t["runsJudged"], num(t.get("inputTokens")), num(t.get("outputTokens")),
+                 num(t.get("tokensPerSuccess")), num(t["wallMsMedian"]), num(t["wallMsPerSuccess"]))
+                for t in m["tasks"]]
+    lines += ["### Measured per task", ""]
+    lines += _table(per_task, ["task", "judged", "input tokens", "output tokens", "tokens / success",
+                               "wall ms median", "wall ms / success"])
+    return lines
 
 
-def _estimated_lines(e: dict[str, Any] | None) -> list[str]:
+def estimate_absent_reason(doc: dict[str, Any]) -> str:
+    """Why a report has no ``estimated`` block (shared with the HTML page)."""
+    rates = doc["header"].get("rates") or {}
+    if rates.get("input") is None or rates.get("output") is None:
+        return "No cost estimate: both rates.input and rates.output (USD per million tokens) are needed."
+    if doc.get("measured") is None:
+        return "No cost estimate: no run was judged."
+    return "No cost estimate: some judged runs did not report usage, and no price is ever guessed."
+
+
+def _estimated_lines(e: dict[str, Any] | None, doc: dict[str, Any]) -> list[str]:
+    lines = ["## Estimated", ""]
     if e is None:
-        return []
-    rows = [("cost (USD)", f"{e['costUsd']:.4f}"), ("input rate (USD/Mtok)", e["rates"]["inputUsdPerMTok"]),
-            ("output rate (USD/Mtok)", e["rates"]["outputUsdPerMTok"])]
-    return ["## Estimated", "", "Estimated from the given rates; never added to measured figures.", "",
-            tabulate(rows, headers=["figure", "value"], tablefmt="github"), ""]
+        return lines + [estimate_absent_reason(doc), ""]
+    lines += ["Estimated from the given rates (cached input priced at the input rate); "
+              "never added to measured figures.", ""]
+    rows = [("cost (USD)", f"{e['costUsd']:.4f}"), ("cost per attempt (USD)", f"{e['costUsdPerAttempt']:.4f}"),
+            ("cost per success (USD)", num(e["costUsdPerSuccess"], 4)),
+            ("input rate (USD / M tokens)", e["rates"]["inputUsdPerMTok"]),
+            ("output rate (USD / M tokens)", e["rates"]["outputUsdPerMTok"])]
+    lines += _table(rows, ["figure", "value"])
+    lines += ["### Estimated per task", ""]
+    lines += _table([(t["taskId"], f"{t['costUsd']:.4f}", num(t["costUsdPerSuccess"], 4)) for t in e["tasks"]],
+                    ["task", "cost (USD)", "cost per success (USD)"])
+    return lines

@@ -1,0 +1,168 @@
+"""Measured and estimated figures of a report (SPEC M4, M5, M6).
+
+*Measured* figures come from the run records as observed: provider-reported
+usage of the main loop (``record["usage"]``; compaction calls are counted
+apart in ``compactionUsage`` and never included) and wall time. *Estimated*
+figures are USD costs computed from user-given rates. The two live in
+separate blocks and are never added together. A figure that is not known is
+absent (or null where a key must exist), never 0 and never guessed.
+
+Measured block (``measured``; absent when no run was judged), over judged runs:
+
+- ``runsJudged``; ``runsReportingUsage``: judged runs whose record carries
+  main-loop input and output tokens; ``usageIncomplete`` = some judged run
+  lacks them, listed in ``runsMissingUsage`` [{taskId, repetition}].
+- ``inputTokens``, ``outputTokens``: sums over judged runs; present only when
+  usage is complete (``usageIncomplete`` false).
+- ``tokensPerAttempt`` = (input + output) / runsJudged;
+  ``tokensPerSuccess`` = (input + output) / passes — the spend of *all*
+  judged runs, failures included, divided by the successes; null with no pass.
+- ``wallMsMedian``; ``wallMsVariance``: sample variance (n − 1 denominator),
+  null with fewer than 2 runs; ``wallMsPerSuccess`` = sum of judged wall
+  times / passes, null with no pass.
+- ``turns``, ``toolCalls``, ``compactions``: event counts summed over judged runs.
+- ``tasks``: the same figures per task (tasks with ≥ 1 judged run).
+
+Cached input (``summary.cachedInput``, M5), over judged runs:
+
+- a run *reports* cached input when its usage is known and every main turn
+  reported ``cachedInputTokens``; a run where only some turns did is
+  ``cachedPartial`` and left out (``runsPartial``).
+- ``tokens`` = sum of cached input tokens and ``inputTokens`` = sum of input
+  tokens, both over reporting runs only (null when none reports);
+  ``ratio`` = tokens / inputTokens (null when undefined);
+  ``runsReporting``, ``runsPartial``, ``runsJudged``. Per task:
+  ``tasks[].cachedInputRatio``.
+
+Estimated block (``estimated``, M6): present only when both ``rates.input``
+and ``rates.output`` (USD per million tokens) are given *and* measured usage
+is complete. ``costUsd`` = (inputTokens × rates.input + outputTokens ×
+rates.output) / 10⁶ — cached input tokens are priced at the input rate, as
+given; ``costUsdPerAttempt`` = costUsd / runsJudged; ``costUsdPerSuccess`` =
+costUsd / passes (null with no pass); ``tasks`` per task.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from typing import Any
+
+JUDGED = frozenset({"pass", "fail", "budget_exceeded"})
+TaskGroups = list[tuple[str, list[dict[str, Any]]]]
+
+
+def is_judged(record: dict[str, Any]) -> bool:
+    """Status pass, fail or budget_exceeded (errored runs are never judged)."""
+    return record["status"] in JUDGED
+
+
+def usage_of(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's main-loop usage when input and output tokens were reported, else None."""
+    usage = record.get("usage")
+    if not usage or usage.get("inputTokens") is None or usage.get("outputTokens") is None:
+        return None
+    return dict(usage)
+
+
+def cached_tokens_of(record: dict[str, Any]) -> int | None:
+    """Cached input tokens when every main turn reported them (not ``cachedPartial``), else None."""
+    usage = usage_of(record)
+    if usage is None or usage.get("cachedPartial") or usage.get("cachedInputTokens") is None:
+        return None
+    return int(usage["cachedInputTokens"])
+
+
+def _figures(judged: list[dict[str, Any]]) -> dict[str, Any]:
+    """Measured figures of one scope (all judged runs, or one task's)."""
+    passes = sum(1 for r in judged if r["status"] == "pass")
+    walls = [int(r["wallMs"]) for r in judged if r.get("wallMs") is not None]
+    usages = [usage_of(r) for r in judged]
+    missing = [r for r, u in zip(judged, usages) if u is None]
+    block: dict[str, Any] = {
+        "runsJudged": len(judged), "runsReportingUsage": len(judged) - len(missing),
+        "usageIncomplete": bool(missing),
+        "runsMissingUsage": [{"taskId": r["taskId"], "repetition": r["repetition"]} for r in missing],
+        "wallMsMedian": float(statistics.median(walls)) if walls else None,
+        "wallMsVariance": float(statistics.variance(walls)) if len(walls) > 1 else None,
+        "wallMsPerSuccess": sum(walls) / passes if passes and len(walls) == len(judged) else None,
+        "turns": sum(int(r.get("turns") or 0) for r in judged),
+        "toolCalls": sum(int(r.get("toolCalls") or 0) for r in judged),
+        "compactions": sum(int(r.get("compactions") or 0) for r in judged),
+    }
+    if not missing:
+        tokens_in = sum(int(u["inputTokens"]) for u in usages if u is not None)
+        tokens_out = sum(int(u["outputTokens"]) for u in usages if u is not None)
+        block.update(inputTokens=tokens_in, outputTokens=tokens_out,
+                     tokensPerAttempt=(tokens_in + tokens_out) / len(judged),
+                     tokensPerSuccess=(tokens_in + tokens_out) / passes if passes else None)
+    return block
+
+
+def measured_block(records: list[dict[str, Any]], by_task: TaskGroups) -> dict[str, Any] | None:
+    """The ``measured`` block (M4), or None when no run was judged.
+
+    Args:
+        records: every run record, in report order.
+        by_task: (task id, its records) pairs in task order.
+    """
+    judged = [r for r in records if is_judged(r)]
+    if not judged:
+        return None
+    block = _figures(judged)
+    block["tasks"] = [{"taskId": task_id, **_figures(task_judged)} for task_id, runs in by_task
+                      if (task_judged := [r for r in runs if is_judged(r)])]
+    return block
+
+
+def cached_input(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """``summary.cachedInput`` (M5): {tokens, inputTokens, ratio, runsReporting, runsPartial, runsJudged}."""
+    judged = [r for r in records if is_judged(r)]
+    reporting = [(r, c) for r in judged if (c := cached_tokens_of(r)) is not None]
+    partial = sum(1 for r in judged if (r.get("usage") or {}).get("cachedPartial"))
+    tokens = sum(c for _, c in reporting) if reporting else None
+    tokens_in = sum(int((r["usage"] or {})["inputTokens"]) for r, _ in reporting) if reporting else None
+    ratio = tokens / tokens_in if tokens is not None and tokens_in else None
+    return {"tokens": tokens, "inputTokens": tokens_in, "ratio": ratio,
+            "runsReporting": len(reporting), "runsPartial": partial, "runsJudged": len(judged)}
+
+
+def cached_input_ratio(runs: Iterable[dict[str, Any]]) -> float | None:
+    """Cached / input tokens over the judged runs of ``runs`` that fully report cached input."""
+    ratio = cached_input(runs)["ratio"]
+    return None if ratio is None else float(ratio)
+
+
+def _cost(usages: list[dict[str, Any]], rate_in: float, rate_out: float) -> float:
+    tokens_in = sum(int(u["inputTokens"]) for u in usages)
+    tokens_out = sum(int(u["outputTokens"]) for u in usages)
+    return (tokens_in * rate_in + tokens_out * rate_out) / 1e6
+
+
+def _cost_figures(judged: list[dict[str, Any]], rate_in: float, rate_out: float) -> dict[str, Any]:
+    usages = [u for r in judged if (u := usage_of(r)) is not None]
+    cost = _cost(usages, rate_in, rate_out)
+    passes = sum(1 for r in judged if r["status"] == "pass")
+    return {"costUsd": cost, "costUsdPerAttempt": cost / len(judged),
+            "costUsdPerSuccess": cost / passes if passes else None}
+
+
+def estimated_block(records: list[dict[str, Any]], by_task: TaskGroups,
+                    rates: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``estimated`` block (M6), or None: needs both rates and complete usage.
+
+    Args:
+        records: every run record; by_task: (task id, records) pairs.
+        rates: ``{"input": USD per 1M input tokens, "output": USD per 1M output tokens}``.
+    """
+    rate_in, rate_out = rates.get("input"), rates.get("output")
+    judged = [r for r in records if is_judged(r)]
+    if rate_in is None or rate_out is None or not judged:
+        return None
+    if any(usage_of(r) is None for r in judged):
+        return None
+    block: dict[str, Any] = _cost_figures(judged, float(rate_in), float(rate_out))
+    block["rates"] = {"inputUsdPerMTok": rate_in, "outputUsdPerMTok": rate_out}
+    block["tasks"] = [{"taskId": task_id, **_cost_figures(task_judged, float(rate_in), float(rate_out))}
+                      for task_id, runs in by_task if (task_judged := [r for r in runs if is_judged(r)])]
+    return block
