@@ -90,6 +90,11 @@ class Recorder:
     def name(self) -> str:
         return self.inner.name
 
+    @property
+    def last_retries(self) -> list[dict[str, Any]]:
+        """The wrapped provider's retries for its last call."""
+        return list(getattr(self.inner, "last_retries", None) or [])
+
     def send(self, request: dict[str, Any], *, purpose: Purpose = "main",
              timeout_s: float | None = None) -> Exchange:
         exchange = self.inner.send(request, purpose=purpose, timeout_s=timeout_s)

@@ -122,7 +122,7 @@ class _Agent:
                 stop = self._over("maxWallMs")  # the call was cut off by the wall budget
             else:
                 stop = _Stop("error", error={"kind": "provider", "cause": exc.cause,
-                                             "message": str(exc)})
+                                             "message": str(exc), "retries": self._retries()})
         usage = self.budget.usage
         return AgentResult(
             stop.reason, claim_of(stop.final) if stop.reason == "answered" else "none",
@@ -152,7 +152,7 @@ class _Agent:
         done = parse_exchange(self.provider.send(
             self._request(), purpose="main", timeout_s=self.budget.remaining_s()))
         first_unreported = self.budget.add_turn(done.usage)
-        self.log.model_call("main", turn, done, round((self.clock() - started) * 1000))
+        self.log.model_call("main", turn, done, round((self.clock() - started) * 1000), self._retries())
         if first_unreported:
             self.log.incident("usage_unreported", f"turn {turn}: the provider reported no usage; "
                               "maxTokens is not enforced for the rest of the run")
@@ -170,6 +170,10 @@ class _Agent:
             self.budget.add_tool_call()
             self._tool_call(turn, call)
         return None
+
+    def _retries(self) -> list[dict[str, Any]]:
+        """Retries the provider made for the last call (429/5xx backoff), as it recorded them."""
+        return list(getattr(self.provider, "last_retries", None) or [])
 
     def _tool_call(self, turn: int, call: ToolCall) -> None:
         tool = TOOLS.get(call.name) if call.name in self.settings.tools else None

@@ -92,10 +92,12 @@ class EventLog:
     def incident(self, kind: str, detail: str) -> None:
         self.add("incident", kind=kind, detail=detail)
 
-    def model_call(self, purpose: str, turn: int, done: Completion, latency_ms: int) -> None:
+    def model_call(self, purpose: str, turn: int, done: Completion, latency_ms: int,
+                   retries: list[dict[str, Any]] | None = None) -> None:
+        fields: dict[str, Any] = {"retries": retries} if retries else {}
         self.add("model_call", purpose=purpose, turn=turn, latencyMs=latency_ms,
                  finishReason=done.finish_reason, toolCalls=len(done.tool_calls),
-                 usage=None if done.usage is None else done.usage.to_json())
+                 usage=None if done.usage is None else done.usage.to_json(), **fields)
 
 
 def claim_of(text: str | None) -> Claim:

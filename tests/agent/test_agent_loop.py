@@ -167,7 +167,7 @@ def test_provider_error_stops_with_its_cause(workspace: Path) -> None:
     result = run(workspace, Raising(scripted(call("list_dir")), error, after=1))
     assert (result.stop_reason, result.claim, result.turns) == ("error", "none", 1)
     assert result.error == {"kind": "provider", "cause": "rate_limited",
-                            "message": "HTTP 429 after 3 retries"}
+                            "message": "HTTP 429 after 3 retries", "retries": []}
 
 
 def test_cassette_miss_stops_as_replay_divergence(workspace: Path) -> None:
