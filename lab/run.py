@@ -170,7 +170,23 @@ def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
         path = cassette_path(ctx.cassette_dir, ctx.suite.id, task.id)
         key_env = [ctx.config.data["provider"].get("api_key_env") or ""]
         check_secrets(header, recorder.calls, source=str(path), env=ctx.env, credential_env=key_env)
+        header["recordedAt"] = recorded_at(path, header, recorder.calls)
         write_cassette(path, dump_cassette(header, recorder.calls))
+
+
+def recorded_at(path: Path, header: dict[str, Any], calls: list[dict[str, Any]]) -> str:
+    """When the traffic was recorded: kept from the existing cassette when nothing changed.
+
+    Re-recording identical traffic therefore rewrites identical bytes (R6),
+    while a cassette whose content changed carries the new time.
+    """
+    try:
+        old_header, old_calls = read_cassette(path)
+    except LabError:
+        return _utc_now()
+    previous = old_header.get("recordedAt")
+    same = {k: v for k, v in old_header.items() if k != "recordedAt"} == header and old_calls == calls
+    return str(previous) if same and isinstance(previous, str) else _utc_now()
 
 
 def _status(stop_reason: str, verifier_statuses: list[str]) -> Status:
