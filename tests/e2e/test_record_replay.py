@@ -1,0 +1,79 @@
+"""Recording and replaying through the real commands (SPEC R5, R6, X8)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.lab_process import ROOT, run_cmd
+from tests.helpers.schemas import assert_jsonl_valid
+
+pytestmark = pytest.mark.slow
+
+
+def test_re_recording_is_byte_identical(tmp_path: Path) -> None:
+    cassettes = tmp_path / "cassettes"
+    argv = ["doit", "record", "suite=core", "provider=scripted", f"cassette_dir={cassettes}"]
+    first = run_cmd(argv, tmp_path / "runs1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    before = {p.name: p.read_bytes() for p in (cassettes / "core").glob("*.jsonl")}
+    assert len(before) == 5
+    second = run_cmd(argv, tmp_path / "runs2")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert {p.name: p.read_bytes() for p in (cassettes / "core").glob("*.jsonl")} == before
+    for path in (cassettes / "core").glob("*.jsonl"):
+        assert_jsonl_valid("cassette", path)
+        assert json.loads(path.read_text().splitlines()[0])["recordedAt"].endswith("Z")
+
+
+def test_bundled_cassettes_are_what_the_scripted_provider_records(tmp_path: Path) -> None:
+    cassettes = tmp_path / "cassettes"
+    shutil.copytree(ROOT / "cassettes" / "core", cassettes / "core")
+    result = run_cmd(["doit", "record", "suite=core", "provider=scripted", f"cassette_dir={cassettes}"], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for path in (ROOT / "cassettes" / "core").glob("*.jsonl"):
+        assert (cassettes / "core" / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+def test_replay_never_touches_the_network(tmp_path: Path) -> None:
+    # An unreachable endpoint and no API key: replay must not need either.
+    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "provider=openai", "provider.model=scripted",
+                      "provider.base_url=http://127.0.0.1:9/v1", "provider.api_key_env=LAB_TEST_NO_SUCH_KEY"],
+                     tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(next(tmp_path.glob("core/*/reports/*/report.json")).read_text())
+    assert report["summary"]["passes"] == 5
+
+
+def test_replay_with_other_grants_than_the_recording_is_refused(tmp_path: Path) -> None:
+    cassettes = tmp_path / "cassettes"
+    shutil.copytree(ROOT / "cassettes" / "core", cassettes / "core")
+    path = cassettes / "core" / "edit-file.jsonl"
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["policy"]["allow"] = ["external", "process", "write"]  # recorded with grants this run lacks
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file]", f"cassette_dir={cassettes}"],
+                     tmp_path / "runs")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "replay needs the recording's grants" in result.stdout
+    assert "edit-file.jsonl" in result.stdout
+
+
+def test_a_different_config_hash_warns_once_per_cassette(tmp_path: Path) -> None:
+    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file]",
+                      "agent.limits.command_timeout_ms=59000"], tmp_path)
+    assert result.stderr.count("warning:") == 1
+    assert "recorded with config" in result.stderr
+
+
+def test_keep_prints_and_keeps_the_workspace(tmp_path: Path) -> None:
+    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file]", "keep=true"], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = next(ln for ln in result.stdout.splitlines() if "workspace kept at" in ln)
+    kept = Path(line.split("workspace kept at ", 1)[1].strip())
+    assert kept.is_dir() and (kept / "check.py").exists()
+    assert kept.is_relative_to(tmp_path)
