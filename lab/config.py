@@ -9,6 +9,11 @@ cross-field rules and lists every problem at once.
 The *measured view* is the part of the configuration that changes what the
 harness sends to the model or how it acts; its sha256 over canonical JSON is
 the effective-config hash that every report carries.
+
+Helpers: :mod:`lab.config_overrides` reads overrides (``suite_dir`` expansion,
+group choices, one-line error messages); :mod:`lab.config_variants` checks
+that a variant sets only measured keys (VA1). The user-facing reference is
+``docs/configuration.md``.
 """
 
 from __future__ import annotations
@@ -16,23 +21,29 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from omegaconf import MISSING
 
 from lab.errors import ConfigError
-from lab.paths import CONF_DIR
+from lab.paths import CONF_DIR, from_root
 
 EFFECTS = ("write", "process", "external", "analysis")
 
 
 @dataclass
 class SuiteConf:
-    id: str = MISSING
-    path: str = MISSING
+    """``conf/suite/<id>.yaml``: a bundled suite, or ``external`` for one elsewhere.
+
+    ``path`` null means ``<suite_dir>/<id>``; ``id`` null means "whatever
+    suiteId the suite.json at ``path`` declares".
+    """
+
+    id: str | None = None
+    path: str | None = None
     k: int = 5
 
 
@@ -85,10 +96,10 @@ class RatesConf:
 
 @dataclass
 class LabConf:
-    suite: SuiteConf = MISSING  # type: ignore[assignment]
-    provider: ProviderConf = MISSING  # type: ignore[assignment]
-    mode: ModeConf = MISSING  # type: ignore[assignment]
-    agent: AgentConf = MISSING  # type: ignore[assignment]
+    suite: SuiteConf = MISSING
+    provider: ProviderConf = MISSING
+    mode: ModeConf = MISSING
+    agent: AgentConf = MISSING
     k: int | None = None
     seed: int = 0
     jobs: int = 1
@@ -192,17 +203,51 @@ def _register_schema() -> None:
         _registered = True
 
 
-def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> EffectiveConfig:
+def compose_config(overrides: list[str] | tuple[str, ...] = (), *,
+                   conf_dir: Path | None = None) -> EffectiveConfig:
     """Compose ``conf/`` with Hydra and validate the result.
+
+    Checks, in order: the chosen variant file (VA1: measured keys only), the
+    overrides against the dataclass schema (types, unknown keys), then the
+    JSON Schema and cross-field rules over the resolved config. Every problem
+    found is reported, one line each.
 
     Args:
         overrides: Hydra override strings (``k=3``, ``suite=core``,
             ``provider.model=x``). Sweep syntax (``a,b``) is not accepted here.
+            ``suite_dir=DIR suite=<id>`` selects ``DIR/<id>`` (see
+            :mod:`lab.suite_source`).
+        conf_dir: the config directory; default the checkout's ``conf/``.
 
     Raises:
-        ConfigError: an unknown key, a bad value or a missing option; the
-            message is one line per problem and names the key.
+        ConfigError: an unknown key, a bad value, a missing option or an
+            invalid variant; one line per problem, each naming the key.
     """
+    from lab.config_overrides import describe_compose_error, expand_suite_dir, group_choice, \
+        parse_override
+    from lab.config_variants import variant_problems
+
+    conf = CONF_DIR if conf_dir is None else conf_dir
+    expanded = expand_suite_dir(overrides, conf)
+    variant = group_choice(expanded, "variant", conf)
+    problems = variant_problems(variant, conf) if variant else []
+    if problems:
+        # Check the other overrides too, against the baseline variant, so all problems show at once.
+        others = [o for o in expanded if getattr(parse_override(o), "key_or_group", None) != "variant"]
+        raise ConfigError("\n".join(problems + _override_problems([*others, "variant=baseline"], conf)))
+    try:
+        data, chosen = _compose(expanded, conf)
+    except Exception as exc:  # Hydra/OmegaConf raise many types; all are user input errors here
+        problems = _override_problems(expanded, conf) or [describe_compose_error(exc, expanded, conf)]
+        raise ConfigError("\n".join(problems)) from exc
+    problems = data_problems(data)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return EffectiveConfig(data=data, variant=chosen, overrides=tuple(overrides))
+
+
+def _compose(overrides: list[str], conf_dir: Path) -> tuple[dict[str, Any], str]:
+    """Hydra compose → (resolved plain data, variant choice). Raises Hydra's own errors."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf, open_dict
@@ -210,60 +255,49 @@ def compose_config(overrides: list[str] | tuple[str, ...] = ()) -> EffectiveConf
     _register_schema()
     GlobalHydra.instance().clear()
     try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3", job_name="lab"):
-            cfg = compose(config_name="config", overrides=list(overrides),
-                          return_hydra_config=True)
+        with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3", job_name="lab"):
+            cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
             variant = str(cfg.hydra.runtime.choices.get("variant") or "baseline")
             with open_dict(cfg):
                 del cfg["hydra"]
             data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
-    except Exception as exc:  # Hydra/OmegaConf raise many types; all are user input errors here
-        raise ConfigError(describe_compose_error(exc, overrides)) from exc
     finally:
         GlobalHydra.instance().clear()
     assert isinstance(data, dict)
-    # `+key=value` appends even under a struct schema, so check the keys again.
-    unknown = _unknown_keys(data, _schema_keys(LabConf))
-    if unknown:
-        raise ConfigError("\n".join(f"config: unknown key '{key}' (see conf/config.yaml for valid keys)"
-                                     for key in unknown))
-    validate_config(data)
-    return EffectiveConfig(data=data, variant=variant, overrides=tuple(overrides))
+    return {str(k): v for k, v in data.items()}, variant
 
 
-def describe_compose_error(exc: BaseException, overrides: list[str] | tuple[str, ...]) -> str:
-    """One line naming the key for a Hydra/OmegaConf composition error."""
-    chain = [exc]
-    while chain[-1].__cause__ is not None and len(chain) < 5:
-        chain.append(chain[-1].__cause__)
-    text = " ".join(" ".join(str(e).split()) for e in chain)
-    override = re.search(r"Could not override '([^']+)'", text)
-    if override:
-        return f"config: unknown key '{override.group(1)}' (see conf/config.yaml for valid keys)"
-    missing_key = re.search(r"Key '([^']+)' (?:is not in struct|not in '[^']+')", text)
-    full_key = re.search(r"full_key: (\S+)", text)
-    if missing_key and full_key:
-        return f"config: unknown key '{full_key.group(1)}' (see conf/config.yaml for valid keys)"
-    if missing_key or "is not in struct" in text:
-        key = missing_key.group(1) if missing_key else "?"
-        full = next((o.split("=", 1)[0].lstrip("+~") for o in overrides
-                     if o.split("=", 1)[0].lstrip("+~").split(".")[-1] == key), key)
-        return f"config: unknown key '{full}' (see conf/config.yaml and `lab list` for valid keys)"
-    group = re.search(r"Could not find '([^']+)'", text)
-    if group:
-        name = group.group(1)
-        folder = name.split("/")[0]
-        options = sorted(p.stem for p in (CONF_DIR / folder).glob("*.yaml"))
-        return (f"config: no option '{name.split('/', 1)[-1]}' in group '{folder}' "
-                f"(available: {', '.join(options)})")
-    if type(exc).__name__ == "OverrideParseException":
-        bad = _unparseable_override(overrides)
-        return f"config: cannot parse override '{bad}': {str(chain[-1]).splitlines()[0]}"
-    merging = re.search(r"Error merging override (\S+)", text)
-    detail = " ".join(" ".join(str(chain[-1]).split("\n")[0].split()).split())
-    if merging:
-        return f"config: bad value in override '{merging.group(1)}': {detail}"
-    return f"config: {detail}"
+def _override_problems(overrides: list[str], conf_dir: Path) -> list[str]:
+    """Every problem in ``overrides``: each override is added to the ones known
+    good so far, so one bad word does not hide the next; then the resolved
+    config of the good ones is validated too."""
+    from lab.config_overrides import describe_compose_error
+
+    good: list[str] = []
+    problems: list[str] = []
+    for override in overrides:
+        try:
+            _compose([*good, override], conf_dir)
+            good.append(override)
+        except Exception as exc:  # any Hydra/OmegaConf error: this override is the culprit
+            problems.append(describe_compose_error(exc, [override], conf_dir))
+    try:
+        data, _ = _compose(good, conf_dir)
+    except Exception as exc:  # the base config itself is broken; say so once
+        return problems + [describe_compose_error(exc, good, conf_dir)]
+    return problems + data_problems(data)
+
+
+def data_problems(data: dict[str, Any]) -> list[str]:
+    """Unknown keys (``+key=…`` slips past the struct schema) and range/cross-field problems."""
+    unknown = _unknown_keys(data, schema_keys())
+    return [f"config: unknown key '{key}' (see conf/config.yaml for valid keys)" for key in unknown] \
+        + config_problems(data)
+
+
+def schema_keys() -> dict[str, Any]:
+    """The key tree of the dataclass schema: field → nested dict, or None for a leaf."""
+    return _schema_keys(LabConf)
 
 
 def _schema_keys(cls: type) -> dict[str, Any]:
@@ -284,24 +318,19 @@ def _unknown_keys(data: Any, schema: dict[str, Any], prefix: str = "") -> list[s
     return found
 
 
-def _unparseable_override(overrides: list[str] | tuple[str, ...]) -> str:
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parser = OverridesParser.create()
-    for override in overrides:
-        try:
-            parser.parse_overrides([override])
-        except Exception:  # the parser's own exception type; we only need which one fails
-            return override
-    return " ".join(overrides)
-
-
 def validate_config(data: dict[str, Any]) -> None:
     """Check ranges and cross-field rules; list every problem at once.
 
     Raises:
         ConfigError: one line per problem, each naming the key.
     """
+    problems = config_problems(data)
+    if problems:
+        raise ConfigError("\n".join(problems))
+
+
+def config_problems(data: dict[str, Any]) -> list[str]:
+    """Range and cross-field problems of resolved config ``data`` (JSON Schema + rules below)."""
     import jsonschema
 
     from lab.schemas import load_schema
@@ -309,12 +338,23 @@ def validate_config(data: dict[str, Any]) -> None:
     schema = load_schema("config")
     validator = jsonschema.Draft202012Validator(schema)
     problems = [f"config: {_dotted(err.absolute_path)}: {err.message}"
-                for err in sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))]
+                for err in sorted(validator.iter_errors(data), key=lambda e: _dotted(e.absolute_path))]
     rates = data.get("rates") or {}
     if (rates.get("input") is None) != (rates.get("output") is None):
         problems.append("config: rates: give both rates.input and rates.output, or neither")
-    if problems:
-        raise ConfigError("\n".join(problems))
+    suite = data.get("suite") or {}
+    if not suite.get("path") and not (data.get("suite_dir") and suite.get("id")):
+        problems.append("config: suite.path: no suite location; use suite=<id> (bundled), "
+                        "suite_dir=DIR suite=<id>, or suite=external suite.path=DIR")
+    suite_dir = data.get("suite_dir")
+    if isinstance(suite_dir, str) and suite_dir and not from_root(suite_dir).is_dir():
+        problems.append(f"config: suite_dir: {from_root(suite_dir)} is not a directory")
+    limits = (data.get("agent") or {}).get("limits") or {}
+    tool_chars, context_chars = limits.get("tool_output_chars"), limits.get("max_context_chars")
+    if isinstance(tool_chars, int) and isinstance(context_chars, int) and tool_chars > context_chars:
+        problems.append(f"config: agent.limits.tool_output_chars: {tool_chars} is greater than "
+                        f"agent.limits.max_context_chars ({context_chars})")
+    return problems
 
 
 def _dotted(path: Any) -> str:

@@ -48,16 +48,23 @@ def _handler(signum: int, frame: FrameType | None) -> None:
         if cancel.is_set():
             raise KeyboardInterrupt  # second Ctrl-C: stop waiting
         cancel.set()
-        if _state.get("on_cancel") is not None:
-            _state["on_cancel"](signum)
+        _state["signal"] = signum  # announced later: no I/O or locks inside a signal handler
         if idle is not None and active is not None:
             with idle:
                 idle.wait_for(lambda: active() == 0, timeout=CLEANUP_WAIT_S)
     raise KeyboardInterrupt
 
 
+def announce_cancelled() -> None:
+    """Call ``on_cancel`` once for the interruption, outside the signal handler."""
+    on_cancel, signum = _state.get("on_cancel"), _state.pop("signal", None)
+    if on_cancel is not None and signum is not None:
+        on_cancel(signum)
+
+
 def _excepthook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
     if issubclass(kind, KeyboardInterrupt):
+        announce_cancelled()
         print("cancelled: finished runs are kept; run the same command again to resume",
               file=sys.stderr)
         sys.stdout.flush()

@@ -2,25 +2,35 @@
 
 A suite is a directory holding ``suite.json`` and one fixture directory per
 task. Loading validates the file against ``lab/schemas/suite.schema.json``
-and then applies semantic checks (unique ids, semver, safe paths, regexes).
-Every problem is collected and reported at once, each line as
-``suite <id>: task <task-id>: <field path>: <what is wrong>``.
+and applies semantic checks (semver, unique ids, safe paths, links, regexes,
+tool names). Schema and semantic problems are collected together and
+reported at once, each line as
+``suite <id>: task <task-id>: <field path>: <what is wrong>``; nothing but a
+:class:`~lab.errors.SuiteError` escapes for a malformed suite.
+
+The format is documented for users in ``docs/suite-format.md``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
+import math
 import re
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
 from lab.errors import SuiteError
+from lab.suite_paths import IGNORED_NAMES, fixture_problem, link_problems, suite_digest, unsafe_path
 
-IGNORED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".git", ".DS_Store"})
+__all__ = ["IGNORED_NAMES", "TOOL_NAMES", "Suite", "Task", "field_path", "load_suite", "resolve_suite",
+           "suite_digest", "unsafe_path"]
+
 TOOL_NAMES = frozenset({"list_dir", "read_file", "write_file", "edit_file", "search", "run_command"})
+# Keys each tool-sequence rule reads; any other rule key is a mistake.
+RULE_KEYS = {"before": {"first", "then"}, "never": {"tool"}, "max-calls": {"tool", "max"},
+             "no-repeat-failure": {"tool"}}
+Problem = tuple[list[Any], str]
 
 
 @dataclass(frozen=True)
@@ -70,14 +80,20 @@ class Suite:
 
 
 def resolve_suite(config: Any) -> Suite:
-    """Load the suite an effective configuration names (``suite.path``).
+    """Load the suite an effective configuration selects, confirming third-party suites.
+
+    ``suite.path`` when set, else ``<suite_dir>/<suite.id>``; a suite outside
+    the checkout's ``suites/`` is third-party and needs confirmation (S6):
+    see :func:`lab.suite_source.resolve`.
 
     Raises:
         SuiteError: as :func:`load_suite`.
+        ConfigError: no suite location, a suite id mismatch, or a third-party
+            suite the user did not confirm.
     """
-    from lab.paths import from_root
+    from lab.suite_source import resolve
 
-    return load_suite(from_root(config.data["suite"]["path"]))
+    return resolve(config)
 
 
 def load_suite(path: Path) -> Suite:
@@ -85,28 +101,42 @@ def load_suite(path: Path) -> Suite:
 
     Raises:
         SuiteError: with every problem found (schema and semantic), before
-            anything runs.
+            anything runs. ``problems[0]`` names the file and the count.
     """
     suite_dir = path.parent if path.name == "suite.json" else path
     suite_dir = suite_dir.absolute()
     file = suite_dir / "suite.json"
-    label = f"suite {suite_dir.name}"
-    try:
-        doc = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SuiteError([f"{label}: {file}: no suite.json in this directory"]) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SuiteError([f"{label}: {file}: not readable JSON: {exc}"]) from None
-    if isinstance(doc, dict) and isinstance(doc.get("suiteId"), str):
-        label = f"suite {doc['suiteId']}"
-    problems = _schema_problems(doc, label)
-    if not problems:
-        problems = _semantic_problems(doc, suite_dir, label)
+    doc = _read(file, f"suite {suite_dir.name}")
+    label = f"suite {doc['suiteId']}" if isinstance(doc, dict) and isinstance(doc.get("suiteId"), str) \
+        else f"suite {suite_dir.name}"
+    problems = [f"{_where(doc, label, parts)}: {msg}" for parts, msg in _collect(doc, suite_dir)]
+    problems += [f"{label}: {line}" for line in _file_problems(doc, suite_dir)]
+    problems = list(dict.fromkeys(problems))  # if/then branches can repeat a message
     if problems:
         raise SuiteError([f"{file}: {len(problems)} problem(s)"] + problems)
     tasks = tuple(_task(t, suite_dir) for t in doc["tasks"])
     return Suite(id=doc["suiteId"], version=doc["suiteVersion"], description=doc["description"],
                  path=suite_dir, tasks=tasks, digest=suite_digest(suite_dir))
+
+
+def _read(file: Path, label: str) -> Any:
+    def finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"number {text} is out of range")
+        return value
+
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    try:
+        return json.loads(file.read_text(encoding="utf-8"), parse_float=finite, parse_constant=no_constant)
+    except FileNotFoundError:
+        raise SuiteError([f"{label}: {file}: no suite.json in this directory"]) from None
+    except OSError as exc:
+        raise SuiteError([f"{label}: {file}: cannot be read: {exc.strerror}"]) from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        raise SuiteError([f"{label}: {file}: not readable JSON: {exc}"]) from None
 
 
 def _task(doc: dict[str, Any], suite_dir: Path) -> Task:
@@ -127,136 +157,148 @@ def field_path(parts: Any) -> str:
     return out or "(root)"
 
 
+def _task_label(doc: Any, index: int) -> str:
+    try:
+        task_id = doc["tasks"][index].get("id")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        task_id = None
+    return f"task {task_id if isinstance(task_id, str) else '#' + str(index)}"
+
+
 def _where(doc: Any, label: str, parts: list[Any]) -> str:
     """``suite <id>: task <task-id>: <field path>`` for a JSON path into suite.json."""
     task = ""
     if len(parts) >= 2 and parts[0] == "tasks" and isinstance(parts[1], int):
-        try:
-            task_id = doc["tasks"][parts[1]].get("id")
-        except (KeyError, IndexError, TypeError, AttributeError):
-            task_id = None
-        task = f"task {task_id if isinstance(task_id, str) else '#' + str(parts[1])}: "
+        task = _task_label(doc, parts[1]) + ": "
     return f"{label}: {task}{field_path(parts)}"
 
 
-def _schema_problems(doc: Any, label: str) -> list[str]:
+def _sort_key(problem: Problem) -> tuple[Any, ...]:
+    return tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in problem[0])
+
+
+def _collect(doc: Any, suite_dir: Path) -> list[Problem]:
+    """Schema and semantic problems together, ordered by field path."""
+    problems = _schema_problems(doc) + _semantic_problems(doc, suite_dir)
+    return sorted(problems, key=_sort_key)
+
+
+def _schema_problems(doc: Any) -> list[Problem]:
     import jsonschema
 
     from lab.schemas import load_schema
 
     validator = jsonschema.Draft202012Validator(load_schema("suite"))
-    problems = []
-    for err in validator.iter_errors(doc):
-        # if/then errors repeat for each branch; report the leaf, once
-        problems.append(f"{_where(doc, label, list(err.absolute_path))}: {err.message}")
-    return sorted(set(problems), key=problems.index)
+    return [(list(err.absolute_path), err.message) for err in validator.iter_errors(doc)]
 
 
-def _semantic_problems(doc: dict[str, Any], suite_dir: Path, label: str) -> list[str]:
+def _semantic_problems(doc: Any, suite_dir: Path) -> list[Problem]:
+    """Checks the JSON Schema cannot express; each tolerates ill-typed input
+    (the schema reports that) so that every problem is found in one pass."""
     import semver
 
-    problems: list[str] = []
+    if not isinstance(doc, dict):
+        return []
+    problems: list[Problem] = []
+    version = doc.get("suiteVersion")
+    if isinstance(version, str) and version and not semver.Version.is_valid(version):
+        problems.append((["suiteVersion"], f"{version!r} is not a semantic version (e.g. 1.0.0)"))
+    raw_tasks = doc.get("tasks")
+    tasks: list[Any] = raw_tasks if isinstance(raw_tasks, list) else []
+    first_index: dict[str, int] = {}
+    for i, task in enumerate(tasks):
+        if not isinstance(task, dict):
+            continue
+        task_id = task.get("id")
+        if isinstance(task_id, str):
+            if task_id in first_index:
+                problems.append((["tasks", i, "id"], f"duplicate task id {task_id!r} "
+                                                     f"(also tasks[{first_index[task_id]}])"))
+            first_index.setdefault(task_id, i)
+        problems += [(["tasks", i, *sub], msg) for sub, msg in _task_problems(task, suite_dir)]
+    return problems
 
-    def add(parts: list[Any], message: str) -> None:
-        problems.append(f"{_where(doc, label, parts)}: {message}")
 
-    if not semver.Version.is_valid(doc["suiteVersion"]):
-        add(["suiteVersion"], f"{doc['suiteVersion']!r} is not a semantic version (e.g. 1.0.0)")
-    seen: set[str] = set()
-    for i, task in enumerate(doc["tasks"]):
-        if task["id"] in seen:
-            add(["tasks", i, "id"], f"duplicate task id {task['id']!r}")
-        seen.add(task["id"])
-        fixture_problem = unsafe_path(task["fixture"]) or _fixture_problem(suite_dir, task["fixture"])
-        if fixture_problem:
-            add(["tasks", i, "fixture"], fixture_problem)
-        problems.extend(_verifier_problems(doc, label, i, task))
-        for j, rule in enumerate(task.get("replayNormalize", [])):
+def _task_problems(task: dict[str, Any], suite_dir: Path) -> list[Problem]:
+    problems: list[Problem] = []
+    fixture = task.get("fixture")
+    if isinstance(fixture, str) and fixture:
+        problem = unsafe_path(fixture) or fixture_problem(suite_dir, fixture)
+        if problem:
+            problems.append((["fixture"], problem))
+    policy = task.get("policy")
+    if isinstance(policy, dict) and policy.get("readOnly") is True \
+            and isinstance(policy.get("allow"), list) and "write" in policy["allow"]:
+        problems.append((["policy", "readOnly"], "true contradicts policy.allow, which grants 'write'"))
+    agent = task.get("agent")
+    if isinstance(agent, str) and agent:
+        from lab.paths import CONF_DIR
+
+        profiles = sorted(p.stem for p in (CONF_DIR / "agent").glob("*.yaml"))
+        if agent not in profiles:
+            problems.append((["agent"], f"no agent profile {agent!r} (available: {', '.join(profiles)})"))
+    verifiers = task.get("verifiers")
+    for j, verifier in enumerate(verifiers if isinstance(verifiers, list) else []):
+        if isinstance(verifier, dict):
+            problems += [(["verifiers", j, *sub], msg) for sub, msg in _verifier_problems(verifier)]
+    ids = [v.get("id") for v in verifiers if isinstance(v, dict)] if isinstance(verifiers, list) else []
+    for j, verifier_id in enumerate(ids):
+        if isinstance(verifier_id, str) and verifier_id in ids[:j]:
+            problems.append((["verifiers", j, "id"], f"duplicate verifier id {verifier_id!r} "
+                                                     f"(also verifiers[{ids.index(verifier_id)}])"))
+    rules = task.get("replayNormalize")
+    for j, rule in enumerate(rules if isinstance(rules, list) else []):
+        pattern = rule.get("pattern") if isinstance(rule, dict) else None
+        if isinstance(pattern, str):
             try:
-                re.compile(rule["pattern"])
-            except re.error as exc:
-                add(["tasks", i, "replayNormalize", j, "pattern"], f"invalid regular expression: {exc}")
-    for link in _escaping_symlinks(suite_dir):
-        problems.append(f"{label}: {link}: symlink resolves outside the suite directory")
+                re.compile(pattern)
+            except (re.error, RecursionError, OverflowError, ValueError) as exc:
+                problems.append((["replayNormalize", j, "pattern"], f"invalid regular expression: {exc}"))
     return problems
 
 
-def _verifier_problems(doc: dict[str, Any], label: str, i: int, task: dict[str, Any]) -> list[str]:
-    problems = []
-    ids: set[str] = set()
-    for j, verifier in enumerate(task["verifiers"]):
-        base = ["tasks", i, "verifiers", j]
-        if verifier["id"] in ids:
-            problems.append(f"{_where(doc, label, base + ['id'])}: duplicate verifier id {verifier['id']!r}")
-        ids.add(verifier["id"])
-        paths = [(["path"], verifier["path"])] if "path" in verifier else []
-        paths += [(["allowed", n], p) for n, p in enumerate(verifier.get("allowed", []))]
-        for sub, rel in paths:
-            problem = unsafe_path(rel.rstrip("/") or rel)
+def _verifier_problems(verifier: dict[str, Any]) -> list[Problem]:
+    problems: list[Problem] = []
+    paths: list[tuple[list[Any], Any]] = [(["path"], verifier["path"])] if "path" in verifier else []
+    if isinstance(verifier.get("allowed"), list):
+        paths += [(["allowed", n], p) for n, p in enumerate(verifier["allowed"])]
+    for sub, rel in paths:
+        if isinstance(rel, str) and rel:
+            # "dir/" in tree-diff-within allows a subtree; the slash is not part of the path.
+            problem = unsafe_path(rel[:-1] if sub[0] == "allowed" and rel.endswith("/") and rel != "/"
+                                  else rel)
             if problem:
-                problems.append(f"{_where(doc, label, base + sub)}: {problem}")
+                problems.append((sub, problem))
+    if verifier.get("kind") == "tool-sequence":
         for key in ("first", "then", "tool"):
-            if key in verifier and verifier[key] not in TOOL_NAMES:
-                problems.append(f"{_where(doc, label, base + [key])}: unknown tool {verifier[key]!r} "
-                                f"(known: {', '.join(sorted(TOOL_NAMES))})")
+            value = verifier.get(key)
+            if isinstance(value, str) and value and value not in TOOL_NAMES:
+                problems.append(([key], f"unknown tool {value!r} (known: {', '.join(sorted(TOOL_NAMES))})"))
+        rule = verifier.get("rule")
+        if isinstance(rule, str) and rule in RULE_KEYS:
+            for key in sorted(set(verifier) & {"first", "then", "tool", "max"} - RULE_KEYS[rule]):
+                problems.append(([key], f"not used by rule {rule!r} (it reads "
+                                        f"{', '.join(sorted(RULE_KEYS[rule]))})"))
     return problems
 
 
-def unsafe_path(rel: str) -> str | None:
-    """Why ``rel`` is not a safe relative path, or None when it is (SPEC S3).
-
-    Rejects NUL bytes, ``~``, POSIX and Windows absolute forms (``/x``,
-    ``C:\\x``, ``\\\\server\\share``), backslashes and ``..`` segments.
-    """
-    if "\x00" in rel:
-        return "path contains a NUL byte"
-    if rel.startswith("~"):
-        return f"path {rel!r} starts with '~'; use a path relative to the suite"
-    if PurePosixPath(rel).is_absolute() or PureWindowsPath(rel).is_absolute() or PureWindowsPath(rel).drive:
-        return f"path {rel!r} is absolute; use a relative path"
-    if "\\" in rel:
-        return f"path {rel!r} contains a backslash; use '/' separators"
-    if ".." in PurePosixPath(rel).parts:
-        return f"path {rel!r} contains '..'; it must stay inside"
-    return None
-
-
-def _fixture_problem(suite_dir: Path, rel: str) -> str | None:
-    target = (suite_dir / rel).resolve()
-    if not target.is_relative_to(suite_dir.resolve()):
-        return f"fixture {rel!r} resolves outside the suite directory"
-    if not target.is_dir():
-        return f"fixture directory {rel!r} does not exist"
-    return None
-
-
-def _escaping_symlinks(suite_dir: Path) -> list[str]:
-    root = suite_dir.resolve()
-    found = []
-    for dirpath, dirnames, filenames in os.walk(suite_dir):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            if p.is_symlink() and not p.resolve().is_relative_to(root):
-                found.append(p.relative_to(suite_dir).as_posix())
-    return sorted(found)
-
-
-def suite_digest(suite_dir: Path) -> str:
-    """sha256 hex over every file of the suite: sorted relative path and bytes.
-
-    Ignores ``__pycache__``, ``.pytest_cache``, ``.git`` and ``*.pyc``.
-    Symlinks contribute their target text, not the file they point to.
-    """
-    digest = hashlib.sha256()
-    entries = []
-    for dirpath, dirnames, filenames in os.walk(suite_dir):
-        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_NAMES)
-        for name in filenames:
-            if name in IGNORED_NAMES or name.endswith(".pyc"):
-                continue
-            entries.append(Path(dirpath) / name)
-    for p in sorted(entries, key=lambda e: e.relative_to(suite_dir).as_posix()):
-        rel = p.relative_to(suite_dir).as_posix()
-        data = ("symlink:" + os.readlink(p)).encode() if p.is_symlink() else p.read_bytes()
-        digest.update(rel.encode("utf-8") + b"\0" + hashlib.sha256(data).digest())
-    return digest.hexdigest()
+def _file_problems(doc: Any, suite_dir: Path) -> list[str]:
+    """Links and special files, attributed to the first task using the fixture they break."""
+    raw_tasks = doc.get("tasks") if isinstance(doc, dict) else None
+    tasks: list[Any] = raw_tasks if isinstance(raw_tasks, list) else []
+    users: dict[str, int] = {}
+    fixtures: dict[str, Path] = {}
+    for i, task in enumerate(tasks):
+        fixture = task.get("fixture") if isinstance(task, dict) else None
+        if isinstance(fixture, str) and fixture and not (unsafe_path(fixture)
+                                                        or fixture_problem(suite_dir, fixture)):
+            users.setdefault(fixture, i)
+            fixtures[fixture] = (suite_dir / fixture).resolve()
+    lines = []
+    for owner, message in link_problems(suite_dir, fixtures):
+        if owner is None:
+            lines.append(message)
+        else:
+            index = users[owner]
+            lines.append(f"{_task_label(doc, index)}: tasks[{index}].fixture: {message}")
+    return lines

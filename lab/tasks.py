@@ -280,28 +280,55 @@ def signal_name(signum: int) -> str:
 
 
 def run_task(prep: Prepared, spec: Any, *, always: bool = False) -> dict[str, Any]:
-    """The doit task of one run: its record is a target keyed by its inputs (X4)."""
-    from doit.tools import config_changed
+    """The doit task of one run: its record is a target keyed by its inputs (X4).
+
+    The inputs are saved inside the record, and the record is up to date when
+    it exists with the same inputs. This holds whatever happened to doit's own
+    database (a run interrupted after its record was written is not repeated).
+    """
+    target = prep.record_path(spec)
+    force = always or prep.ctx.config.data["force"]
+    inputs = run_inputs(prep, spec)
+    return {"name": _run_name(prep, spec), "actions": [(_run_action, [prep.ctx, spec, target, inputs])],
+            "targets": [str(target)], "uptodate": [False] if force else [RecordCurrent(target, inputs)],
+            "meta": {"lab": "run"}, "verbosity": 2}
+
+
+def run_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
+    """What a run's result depends on: config hash, harness and suite digests,
+    task, base seed, repetition, and in replay the cassette's sha256."""
+    import hashlib
 
     from lab.plan import harness_digest
 
     ctx = prep.ctx
-    inputs = {"configHash": ctx.config_hash, "harnessDigest": harness_digest(),
-              "suiteDigest": ctx.suite.digest, "taskId": spec.task_id,
-              "baseSeed": spec.base_seed, "repetition": spec.repetition}
-    file_dep = []
+    inputs: dict[str, Any] = {
+        "configHash": ctx.config_hash, "harnessDigest": harness_digest(), "suiteDigest": ctx.suite.digest,
+        "taskId": spec.task_id, "baseSeed": spec.base_seed, "repetition": spec.repetition}
     if ctx.config.mode == "replay":
         from lab.cassette import cassette_path
 
         cassette = cassette_path(ctx.cassette_dir, ctx.suite.id, spec.task_id)
-        if cassette.exists():
-            file_dep.append(str(cassette))
-    target = prep.record_path(spec)
-    force = always or ctx.config.data["force"]
-    return {"name": _run_name(prep, spec), "actions": [(_run_action, [ctx, spec, target])],
-            "targets": [str(target)], "file_dep": file_dep,
-            "uptodate": [False] if force else [config_changed(inputs)],
-            "meta": {"lab": "run"}, "verbosity": 2}
+        inputs["cassetteDigest"] = (hashlib.sha256(cassette.read_bytes()).hexdigest()
+                                    if cassette.exists() else None)
+    return inputs
+
+
+class RecordCurrent:
+    """doit uptodate check: the record exists and was made from these inputs."""
+
+    def __init__(self, target: Path, inputs: dict[str, Any]) -> None:
+        self.target = target
+        self.inputs = inputs
+
+    def __call__(self, task: Any, values: dict[str, Any]) -> bool:
+        import json
+
+        try:
+            record = json.loads(self.target.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(record, dict) and record.get("inputs") == self.inputs
 
 
 def report_task(prep: Prepared) -> dict[str, Any]:
@@ -359,7 +386,7 @@ def _public_config(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in {"progress", "json", "yes", "force", "out"}}
 
 
-def _run_action(ctx: Any, spec: Any, target: Path) -> None:
+def _run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> None:
     from lab.files import write_json
     from lab.progress import display
     from lab.report import run_json_line
@@ -380,6 +407,7 @@ def _run_action(ctx: Any, spec: Any, target: Path) -> None:
     if ctx.cancel.is_set():
         ctx.events.emit("run_cancelled", **ident)
         return  # no record: the next identical command runs it again
+    record["inputs"] = inputs
     write_json(target, record)
     ctx.events.emit("run_finished", **ident, status=record["status"])
     if ctx.note_result(record):

@@ -11,11 +11,20 @@ from lab.paths import CONF_DIR
 GROUPS = ("suite", "provider", "mode", "agent", "variant")
 
 
+# Options that need a companion override to be complete (suite=external has no location of its own).
+COMPANIONS = {("suite", "external"): ["suite.path=suites/core"]}
+
+
 @pytest.mark.parametrize(("group", "option"), [
     (g, p.stem) for g in GROUPS for p in sorted((CONF_DIR / g).glob("*.yaml"))])
 def test_every_group_option_composes(group: str, option: str) -> None:
-    config = compose_config([f"{group}={option}"])
+    config = compose_config([f"{group}={option}", *COMPANIONS.get((group, option), [])])
     assert len(config.config_hash()) == 64
+
+
+def test_external_suite_without_a_location_is_rejected_at_compose() -> None:
+    with pytest.raises(ConfigError, match=r"config: suite\.path: no suite location"):
+        compose_config(["suite=external"])
 
 
 @pytest.mark.parametrize(("override", "message"), [
@@ -28,10 +37,17 @@ def test_every_group_option_composes(group: str, option: str) -> None:
     ("allow=[write,bogus]", "allow[1]: 'bogus' is not one of"),
     ("rates.input=3", "give both rates.input and rates.output"),
     ("k=[1", "cannot parse override 'k=[1'"),
+    ("variant=baseline,no-compaction", "'variant=baseline,no-compaction' is a sweep"),
+    ("suite_dir=/nonexistent/lab-suites", "config: suite_dir: /nonexistent/lab-suites is not a directory"),
+    ("agent.limits.tool_output_chars=300000",
+     "agent.limits.tool_output_chars: 300000 is greater than agent.limits.max_context_chars (200000)"),
+    ("provider=openai provider.base_url=ftp://x", "provider.base_url: 'ftp://x' does not match '^https?://'"),
+    ("tasks=[a,a]", "config: tasks: ['a', 'a'] has non-unique elements"),
+    ("agent.system_prompt=''", "config: agent.system_prompt: '' should be non-empty"),
 ])
 def test_bad_override_is_one_line_naming_the_key(override: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:
-        compose_config([override])
+        compose_config(override.split(" "))
     text = str(info.value)
     assert message in text
     assert "\n" not in text
@@ -59,3 +75,15 @@ def test_hash_follows_measured_keys() -> None:
 
 def test_hash_is_stable_across_compositions() -> None:
     assert compose_config(["k=3"]).config_hash() == compose_config(["seed=9"]).config_hash()
+
+
+def test_every_problem_is_listed_once_in_order() -> None:
+    with pytest.raises(ConfigError) as info:
+        compose_config(["kk=1", "k=abc", "jobs=0", "seed=-1", "agent.nope=1"])
+    assert str(info.value).splitlines() == [
+        "config: unknown key 'kk' (see conf/config.yaml for valid keys)",
+        "config: bad value in override 'k=abc': Value 'abc' of type 'str' could not be converted to Integer",
+        "config: unknown key 'agent.nope' (see conf/config.yaml for valid keys)",
+        "config: jobs: 0 is less than the minimum of 1",
+        "config: seed: -1 is less than the minimum of 0",
+    ]

@@ -135,3 +135,22 @@ def test_digest_ignores_bytecode_caches(tmp_path: Path) -> None:
                          ids=lambda p: p.name)
 def test_bundled_suites_load(suite_dir: Path) -> None:
     assert load_suite(suite_dir).tasks
+
+
+def test_digest_covers_suite_json_and_scripts(tmp_path: Path) -> None:
+    suite_dir = make_suite(tmp_path, VALID)
+    before = suite_digest(suite_dir)
+    (suite_dir / "suite.json").write_text(json.dumps({**VALID, "description": "other"}))
+    after_json = suite_digest(suite_dir)
+    (suite_dir / "scripts").mkdir()
+    (suite_dir / "scripts" / "t1.json").write_text("{}")
+    assert len({before, after_json, suite_digest(suite_dir)}) == 3
+
+
+def test_digest_does_not_depend_on_where_the_suite_lives(tmp_path: Path) -> None:
+    import shutil
+
+    suite_dir = make_suite(tmp_path / "a", VALID)
+    shutil.copytree(suite_dir, tmp_path / "elsewhere" / "b")
+    assert suite_digest(tmp_path / "elsewhere" / "b") == suite_digest(suite_dir)
+    assert load_suite(suite_dir).digest == suite_digest(suite_dir)

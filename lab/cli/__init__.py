@@ -54,7 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(rest))
     except KeyboardInterrupt:
-        print("lab: cancelled", file=sys.stderr)
+        from lab.interrupt import announce_cancelled
+
+        announce_cancelled()
+        print("lab: cancelled: finished runs are kept; run the same command again to resume", file=sys.stderr)
         return 130
 
 

@@ -1,29 +1,57 @@
-"""`lab list`: the bundled suites with version, digest, task count and cassettes."""
+"""`lab list [suite_dir=DIR] [cassette_dir=DIR]`: the suites the lab can run.
+
+One row per suite: id, version, short digest, task count, cassettes recorded
+(``n/N`` or ``none``) and where it comes from (``bundled`` under the
+checkout's ``suites/``, or ``suite_dir``). A suite that does not load is
+listed as ``invalid`` with its first problem. Listing runs no suite code, so
+third-party suites need no confirmation here.
+"""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 
 def list_suites(overrides: list[str]) -> int:
+    """Print the suites table; returns 0, or 1 on a usage error (bad override, bad suite_dir)."""
     from tabulate import tabulate
 
     from lab import paths
+    from lab.config import compose_config
+    from lab.errors import ConfigError
+    from lab.suite_source import listed_suite_dirs
+
+    bad = [o for o in overrides if "=" not in o or o.startswith("-")]
+    if bad:
+        print(f"lab list: expected key=value overrides, got {' '.join(bad)!r}", file=sys.stderr)
+        return 1
+    try:
+        config = compose_config(overrides)
+        found = listed_suite_dirs(config.data["suite_dir"])
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    cassettes = paths.from_root(config.data["cassette_dir"] or paths.CASSETTES_DIR)
+    if not any(source == "bundled" for source, _ in found):
+        print(f"no bundled suites: {paths.SUITES_DIR} holds no <suite>/suite.json")
+    if not found:
+        return 0
+    rows = [_row(source, suite_dir, cassettes) for source, suite_dir in found]
+    print(tabulate(rows, headers=["suite", "version", "digest", "tasks", "cassettes", "source"],
+                   tablefmt="simple"))
+    return 0
+
+
+def _row(source: str, suite_dir: Path, cassettes: Path) -> tuple[object, ...]:
     from lab.errors import SuiteError
     from lab.suite import load_suite
 
-    suite_dirs = sorted(p.parent for p in paths.SUITES_DIR.glob("*/suite.json"))
-    if not suite_dirs:
-        print(f"no suites found under {paths.SUITES_DIR}")
-        return 0
-    rows = []
-    for suite_dir in suite_dirs:
-        try:
-            suite = load_suite(suite_dir)
-        except SuiteError as exc:
-            rows.append((suite_dir.name, "invalid", "", "", exc.problems[0]))
-            continue
-        cassettes = paths.CASSETTES_DIR / suite.id
-        recorded = sum(1 for t in suite.tasks if (cassettes / f"{t.id}.jsonl").exists())
-        rows.append((suite.id, suite.version, suite.digest[:12], len(suite.tasks),
-                     f"{recorded}/{len(suite.tasks)}" if recorded else "none"))
-    print(tabulate(rows, headers=["suite", "version", "digest", "tasks", "cassettes"], tablefmt="simple"))
-    return 0
+    try:
+        suite = load_suite(suite_dir)
+    except SuiteError as exc:
+        first = exc.problems[1] if len(exc.problems) > 1 else exc.problems[0]
+        return (suite_dir.name, "invalid", "", "", first, source)
+    recorded = sum(1 for t in suite.tasks if (cassettes / suite.id / f"{t.id}.jsonl").exists())
+    return (suite.id, suite.version, suite.digest[:12], len(suite.tasks),
+            f"{recorded}/{len(suite.tasks)}" if recorded else "none", source)

@@ -16,5 +16,5 @@ def run_cmd(argv: list[str], data_dir: Path, timeout_s: float = 300) -> subproce
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
     env["LAB_DATA_DIR"] = str(data_dir)
     exe = str(BIN / argv[0])
-    return subprocess.run([exe, *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True,
+    return subprocess.run([exe, *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           timeout=timeout_s, check=False)

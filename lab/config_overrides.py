@@ -1,0 +1,156 @@
+"""Reading command-line overrides before and after Hydra sees them (SPEC C1, S6).
+
+Three jobs, all about the user's ``key=value`` words:
+
+- :func:`expand_suite_dir` turns ``suite_dir=DIR suite=<id>`` into the
+  generic option ``suite=external suite.id='<id>'`` when ``DIR/<id>`` holds a
+  suite (or no bundled option ``<id>`` exists), so third-party suites need no
+  YAML file of their own;
+- :func:`group_choice` tells which option of a group (``variant``,
+  ``suite``) an override list selects, defaults included;
+- :func:`describe_compose_error` turns a Hydra/OmegaConf exception into one
+  line that names the key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from lab.paths import CONF_DIR, ROOT, from_root
+
+PLAIN_OPTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def parse_override(text: str) -> Any | None:
+    """The parsed Hydra ``Override`` for ``text``, or None when it does not parse."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        return OverridesParser.create().parse_overrides([text])[0]
+    except Exception:  # Hydra's parser raises its own exception types; unparseable is all we need
+        return None
+
+
+def _selects(override: Any, group: str) -> bool:
+    return override is not None and override.key_or_group == group and override.package is None
+
+
+@cache
+def default_choice(group: str, conf_dir: Path = CONF_DIR) -> str | None:
+    """The option ``conf/config.yaml``'s defaults list picks for ``group``."""
+    from omegaconf import DictConfig, OmegaConf
+
+    node = OmegaConf.load(conf_dir / "config.yaml")
+    if not isinstance(node, DictConfig):
+        return None
+    for entry in node.get("defaults", []):
+        if isinstance(entry, DictConfig) and group in entry:
+            value = entry[group]
+            return None if value is None else str(value)
+    return None
+
+
+def group_choice(overrides: Sequence[str], group: str, conf_dir: Path = CONF_DIR) -> str | None:
+    """The option of ``group`` that ``overrides`` select (the last one wins), else the default.
+
+    Returns None when the group is deleted (``~group``) or the choice is a
+    sweep or not a plain name (Hydra reports those itself).
+    """
+    choice: Any = default_choice(group, conf_dir)
+    for text in overrides:
+        override: Any = parse_override(text)
+        if _selects(override, group):
+            choice = None if override.is_delete() else override.value()
+    return choice if isinstance(choice, str) and PLAIN_OPTION.match(choice) else None
+
+
+def _last_value(overrides: Sequence[str], key: str) -> Any:
+    value = None
+    for text in overrides:
+        override: Any = parse_override(text)
+        if _selects(override, key) and not override.is_sweep_override():
+            value = None if override.is_delete() else override.value()
+    return value
+
+
+def expand_suite_dir(overrides: Sequence[str], conf_dir: Path = CONF_DIR) -> list[str]:
+    """Rewrite the suite choice for ``suite_dir=DIR`` (see :mod:`lab.suite_source`).
+
+    With ``suite_dir`` set, the selected suite ``<id>`` (``suite=<id>`` or the
+    default) becomes ``suite=external suite.id='<id>'`` when
+    ``DIR/<id>/suite.json`` exists or ``conf/suite/<id>.yaml`` does not. The
+    rewritten words replace ``suite=<id>`` in place (or are put first when the
+    default was used) so later ``suite.*`` overrides still apply.
+    """
+    suite_dir = _last_value(overrides, "suite_dir")
+    name = group_choice(overrides, "suite", conf_dir)
+    if not isinstance(suite_dir, str) or not suite_dir or name is None:
+        return list(overrides)
+    bundled = (conf_dir / "suite" / f"{name}.yaml").is_file()
+    try:
+        present = (from_root(suite_dir) / name / "suite.json").is_file()
+    except (OSError, ValueError):
+        present = False
+    if name == "external" or (bundled and not present):
+        return list(overrides)
+    words = ["suite=external", f"suite.id='{name}'"]
+    out: list[str] = []
+    replaced = False
+    for text in overrides:
+        if _selects(parse_override(text), "suite"):
+            out += words if not replaced else []
+            replaced = True
+        else:
+            out.append(text)
+    return out if replaced else [*words, *out]
+
+
+def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_dir: Path = CONF_DIR) -> str:
+    """One line naming the key for a Hydra/OmegaConf composition error."""
+    chain = [exc]
+    while chain[-1].__cause__ is not None and len(chain) < 5:
+        chain.append(chain[-1].__cause__)
+    text = " ".join(" ".join(str(e).split()) for e in chain)
+    override = re.search(r"Could not override '([^']+)'", text)
+    if override:
+        return f"config: unknown key '{override.group(1)}' (see conf/config.yaml for valid keys)"
+    missing_key = re.search(r"Key '([^']+)' (?:is not in struct|not in '[^']+')", text)
+    full_key = re.search(r"full_key: (\S+)", text)
+    if missing_key and full_key:
+        return f"config: unknown key '{full_key.group(1)}' (see conf/config.yaml for valid keys)"
+    if missing_key or "is not in struct" in text:
+        key = missing_key.group(1) if missing_key else "?"
+        full = next((o.split("=", 1)[0].lstrip("+~") for o in overrides
+                     if o.split("=", 1)[0].lstrip("+~").split(".")[-1] == key), key)
+        return f"config: unknown key '{full}' (see conf/config.yaml and `lab list` for valid keys)"
+    sweep = re.search(r"Ambiguous value for argument '([^']+)'", text)
+    if sweep:
+        return (f"config: '{sweep.group(1)}' is a sweep, and this command runs one configuration; "
+                f"compare variants with `lab variants … {sweep.group(1)}`")
+    group = re.search(r"Could not find '([^']+)'", text)
+    if group:
+        name = group.group(1)
+        folder = name.split("/")[0]
+        options = sorted(p.stem for p in (conf_dir / folder).glob("*.yaml"))
+        return (f"config: no option '{name.split('/', 1)[-1]}' in group '{folder}' "
+                f"(available: {', '.join(options)})")
+    if type(exc).__name__ == "OverrideParseException":
+        bad = next((o for o in overrides if parse_override(o) is None), " ".join(overrides))
+        return f"config: cannot parse override '{bad}': {str(chain[-1]).splitlines()[0]}"
+    merging = re.search(r"Error merging override (\S+)", text)
+    detail = " ".join(str(chain[-1]).split("\n")[0].split())
+    if merging:
+        return f"config: bad value in override '{merging.group(1)}': {detail}"
+    return f"config: {detail}"
+
+
+def relative_to_conf(path: Path) -> str:
+    """``conf/variant/x.yaml`` for a file in the checkout (else the path as given)."""
+    try:
+        return path.relative_to(ROOT).as_posix()
+    except ValueError:
+        return str(path)

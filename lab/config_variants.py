@@ -1,0 +1,128 @@
+"""Variant files may only override measured-config keys (SPEC VA1).
+
+A variant (``conf/variant/<name>.yaml``, ``# @package _global_``) is a set of
+overrides of keys inside the effective-config hash: ``agent.*``,
+``provider.model`` and ``provider.reasoning_effort``. A key outside the hash
+(provider endpoint, credentials, paths, runtime knobs), an unknown key, a
+defaults list (which would swap whole groups such as provider or mode) or an
+interpolation (a machine-dependent value inside the hash) is rejected before
+the first run, naming the variant file and the key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lab.config_overrides import relative_to_conf
+from lab.paths import CONF_DIR
+
+MEASURED_KEYS = ("provider.model", "provider.reasoning_effort")
+"""Single keys outside ``agent`` that a variant may set."""
+MEASURED_PREFIX = "agent."
+"""Every known key under ``agent`` is measured."""
+
+
+def variant_path(name: str, conf_dir: Path = CONF_DIR) -> Path:
+    """``conf/variant/<name>.yaml``."""
+    return conf_dir / "variant" / f"{name}.yaml"
+
+
+def variant_problems(name: str, conf_dir: Path = CONF_DIR) -> list[str]:
+    """Every reason the variant ``name`` is not a valid measured-config override set.
+
+    Args:
+        name: the variant option (file stem).
+        conf_dir: the config directory (the checkout's ``conf/``).
+
+    Returns:
+        One line per problem, ``config: variant <name> (conf/variant/<name>.yaml):
+        <key>: <what is wrong>``; empty when the file is valid or does not
+        exist (Hydra then reports the missing option).
+    """
+    from omegaconf import DictConfig, OmegaConf
+
+    from lab.config import schema_keys
+
+    known = schema_keys()
+    path = variant_path(name, conf_dir)
+    if not path.is_file():
+        return []
+    where = f"config: variant {name} ({relative_to_conf(path)})"
+    try:
+        text = path.read_text(encoding="utf-8")
+        node = OmegaConf.load(path)
+    except Exception as exc:  # yaml and OmegaConf raise several types; any is a broken file
+        return [f"{where}: not valid YAML: {' '.join(str(exc).split())[:200]}"]
+    problems = []
+    if "# @package _global_" not in text.splitlines()[:5]:
+        problems.append(f"{where}: the first lines must say '# @package _global_' "
+                        f"(keys are written from the root: agent.…, provider.model)")
+    if node is None:
+        return problems
+    if not isinstance(node, DictConfig):
+        return problems + [f"{where}: must be a mapping of keys to values"]
+    for key, value in flatten(OmegaConf.to_container(node, resolve=False)):
+        problem = _key_problem(key, value, known)
+        if problem:
+            problems.append(f"{where}: {key}: {problem}")
+    return problems
+
+
+def _key_problem(key: str, value: Any, known: dict[str, Any]) -> str | None:
+    if key == "defaults" or key.startswith("defaults."):
+        return ("a variant may not have a defaults list (it would swap whole groups such as "
+                "provider or mode); set measured keys instead")
+    if not (key.startswith(MEASURED_PREFIX) or key in MEASURED_KEYS):
+        return ("not a measured-config key, so it is outside the config hash; a variant may "
+                f"set only agent.*, {', '.join(MEASURED_KEYS)}")
+    if not _is_known(key, known):
+        return "unknown key (see conf/agent/builtin.yaml and lab/config.py)"
+    if _has_interpolation(value):
+        return "interpolations (${…}) are not allowed: the hash must not depend on the machine"
+    return None
+
+
+def _is_known(key: str, known: dict[str, Any]) -> bool:
+    node: Any = known
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _has_interpolation(value: Any) -> bool:
+    if isinstance(value, str):
+        return "${" in value
+    if isinstance(value, list):
+        return any(_has_interpolation(v) for v in value)
+    return False
+
+
+def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """Dotted leaf keys of nested mappings: ``{"a": {"b": 1}}`` → ``[("a.b", 1)]``.
+
+    Lists are leaves; an empty mapping contributes nothing.
+    """
+    if not isinstance(value, dict):
+        return [(prefix, value)] if prefix else []
+    out: list[tuple[str, Any]] = []
+    for key, item in value.items():
+        out += flatten(item, f"{prefix}{key}" if not prefix else f"{prefix}.{key}")
+    return out
+
+
+def all_variant_problems(conf_dir: Path = CONF_DIR) -> dict[str, list[str]]:
+    """Problems of every ``conf/variant/*.yaml``, by variant name (empty lists when valid)."""
+    return {p.stem: variant_problems(p.stem, conf_dir) for p in sorted((conf_dir / "variant").glob("*.yaml"))}
+
+
+def is_measured_key(key: str) -> bool:
+    """Whether dotted ``key`` is inside the config hash and may be varied (VA1).
+
+    ``mode`` is hashed too, but is not a variant: variants compare live runs.
+    """
+    from lab.config import schema_keys
+
+    return (key.startswith(MEASURED_PREFIX) or key in MEASURED_KEYS) and _is_known(key, schema_keys())

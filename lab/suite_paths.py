@@ -1,0 +1,185 @@
+"""Path safety and the content digest of a suite directory (SPEC S3, S5).
+
+Every path a suite names (a task's ``fixture``, a verifier's ``path`` or
+``allowed`` entry) must be relative and stay inside the suite or the task
+copy. Symbolic links anywhere in the suite must resolve inside it, and links
+inside a fixture must be relative and resolve inside that fixture, because the
+task copy keeps links as links: an absolute or escaping link would point from
+the copy back into the user's tree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+from lab.errors import SuiteError
+
+IGNORED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".git", ".DS_Store"})
+"""Names skipped (at any depth) by the digest and the file checks."""
+
+
+def unsafe_path(rel: str) -> str | None:
+    """Why ``rel`` is not a safe relative path, or None when it is (SPEC S3).
+
+    Rejects NUL bytes and other control characters, text that is not valid
+    Unicode, a leading ``~``, POSIX and Windows absolute forms (``/x``,
+    ``C:\\x``, drive-relative ``C:x``, ``\\\\server\\share``), backslashes,
+    ``..`` segments and paths that name the root itself (``.``, ``./``).
+
+    Args:
+        rel: the path exactly as written in suite.json.
+
+    Returns:
+        A short explanation naming the path, or None.
+    """
+    if "\x00" in rel:
+        return "path contains a NUL byte"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in rel):
+        return f"path {rel!r} contains a control character"
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"path {rel!r} is not valid Unicode text"
+    if rel.startswith("~"):
+        return f"path {rel!r} starts with '~'; use a path relative to the suite"
+    windows = PureWindowsPath(rel)
+    if PurePosixPath(rel).is_absolute() or windows.is_absolute() or windows.drive or windows.root:
+        return f"path {rel!r} is absolute; use a relative path"
+    if "\\" in rel:
+        return f"path {rel!r} contains a backslash; use '/' separators"
+    parts = PurePosixPath(rel).parts
+    if ".." in parts:
+        return f"path {rel!r} contains '..'; it must stay inside"
+    if not parts:
+        return f"path {rel!r} names the directory itself; name something inside it"
+    return None
+
+
+def fixture_problem(suite_dir: Path, rel: str) -> str | None:
+    """Why fixture ``rel`` (already :func:`unsafe_path`-clean) is unusable, or None.
+
+    The fixture must resolve (following links) to a directory strictly inside
+    the suite directory.
+    """
+    root = suite_dir.resolve()
+    try:
+        target = (suite_dir / rel).resolve()
+        if not target.is_relative_to(root):
+            return f"fixture {rel!r} resolves outside the suite directory"
+        if target == root:
+            return f"fixture {rel!r} is the suite directory itself; use a subdirectory"
+        if not target.exists():
+            return f"fixture directory {rel!r} does not exist"
+        if not target.is_dir():
+            return f"fixture {rel!r} is not a directory"
+    except (OSError, RuntimeError, ValueError) as exc:  # loops, names too long, odd bytes
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return f"fixture {rel!r} cannot be resolved: {reason}"
+    return None
+
+
+def link_problems(suite_dir: Path, fixtures: dict[str, Path]) -> list[tuple[str | None, str]]:
+    """Symbolic links and special files in the suite that make it unsafe.
+
+    Args:
+        suite_dir: the suite directory.
+        fixtures: fixture path as written in suite.json → resolved directory,
+            for every fixture that passed :func:`fixture_problem`.
+
+    Returns:
+        ``(fixture, message)`` pairs sorted by the offending entry's path;
+        ``fixture`` is the fixture whose rule it breaks, or None when the
+        entry breaks the suite-wide rule. A link must resolve inside the
+        suite; a link inside a fixture must also be relative and resolve
+        inside that fixture (and every fixture enclosing it). FIFOs, sockets
+        and devices are refused: they can be neither copied nor hashed.
+    """
+    root = suite_dir.resolve()
+    found: list[tuple[str, str | None, str]] = []
+    for entry in _entries(suite_dir):
+        rel = entry.relative_to(suite_dir).as_posix()
+        owner, problem = _entry_problem(entry, rel, root, _owning_fixtures(entry, fixtures))
+        if problem:
+            found.append((rel, owner, problem))
+    return [(owner, message) for _, owner, message in sorted(found, key=lambda f: f[0])]
+
+
+def _entries(suite_dir: Path) -> list[Path]:
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(suite_dir):
+        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_NAMES)
+        out += [Path(dirpath) / n for n in dirnames + filenames if n not in IGNORED_NAMES]
+    return out
+
+
+def _owning_fixtures(entry: Path, fixtures: dict[str, Path]) -> list[tuple[str, Path]]:
+    """Fixtures holding ``entry``, innermost first (judged by the entry's resolved parent)."""
+    try:
+        parent = entry.parent.resolve()
+    except (OSError, RuntimeError):
+        return []
+    owners = [(rel, target) for rel, target in fixtures.items() if parent.is_relative_to(target)]
+    return sorted(owners, key=lambda o: len(o[1].parts), reverse=True)
+
+
+def _entry_problem(entry: Path, rel: str, root: Path,
+                   owners: list[tuple[str, Path]]) -> tuple[str | None, str | None]:
+    first = owners[0][0] if owners else None
+    try:
+        mode = entry.lstat().st_mode
+    except OSError as exc:
+        return first, f"{rel}: cannot be read: {exc.strerror}"
+    if not stat.S_ISLNK(mode):
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            return None, None
+        return first, f"{rel}: not a regular file or directory (FIFO, socket or device)"
+    try:
+        link = os.readlink(entry)
+        target = entry.resolve()
+    except (OSError, RuntimeError):
+        return first, f"{rel}: symlink loop or unreadable symlink"
+    if not target.is_relative_to(root):
+        return first, f"{rel}: symlink resolves outside the suite directory"
+    for owner, fixture in owners:
+        if os.path.isabs(link) or not target.is_relative_to(fixture):
+            return owner, (f"{rel}: symlink {link!r} must be relative and stay inside fixture "
+                           f"{owner!r} (the task copy keeps links as links)")
+    return None, None
+
+
+def suite_digest(suite_dir: Path) -> str:
+    """sha256 hex over every file of the suite: sorted relative path and bytes.
+
+    Covers suite.json, every fixture file and every other file in the suite
+    directory (e.g. the scripted provider's ``scripts/``). Ignores
+    ``__pycache__``, ``.pytest_cache``, ``.git``, ``.DS_Store`` and ``*.pyc``.
+    Symlinks contribute their target text, not the file they point to.
+    Each entry is ``<posix path> NUL sha256(bytes)``, in sorted path order.
+
+    Raises:
+        SuiteError: a file cannot be read, or is not a regular file or link.
+    """
+    digest = hashlib.sha256()
+    entries = [p for p in _entries(suite_dir) if not p.name.endswith(".pyc")]
+    files = []
+    for p in entries:
+        try:
+            mode = p.lstat().st_mode
+        except OSError as exc:
+            raise SuiteError([f"suite {suite_dir.name}: {p}: cannot be read: {exc.strerror}"]) from None
+        if stat.S_ISDIR(mode):
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            raise SuiteError([f"suite {suite_dir.name}: {p}: not a regular file"])
+        files.append((p.relative_to(suite_dir).as_posix(), p, stat.S_ISLNK(mode)))
+    for rel, p, is_link in sorted(files):
+        try:
+            data = ("symlink:" + os.readlink(p)).encode("utf-8", "surrogateescape") if is_link \
+                else p.read_bytes()
+        except OSError as exc:
+            raise SuiteError([f"suite {suite_dir.name}: {rel}: cannot be read: {exc.strerror}"]) from None
+        digest.update(rel.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(data).digest())
+    return digest.hexdigest()

@@ -1,0 +1,222 @@
+"""Selecting suites: bundled, suite_dir, suite.path; third-party confirmation (SPEC S6)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lab import paths
+from lab.config import compose_config
+from lab.errors import ConfigError, SuiteError
+from lab.suite import load_suite, resolve_suite
+from lab.suite_source import confirm_third_party, is_third_party, resolve
+from tests.helpers.lab_process import BIN, ROOT
+
+
+def write_suite(root: Path, suite_id: str = "ext") -> Path:
+    """A one-task third-party suite the scripted provider can run: it answers without tools."""
+    suite = root / suite_id
+    (suite / "fixtures" / "t1").mkdir(parents=True)
+    (suite / "fixtures" / "t1" / "notes.txt").write_text("port 8080\n")
+    (suite / "scripts").mkdir()
+    (suite / "scripts" / "t1.json").write_text(json.dumps(
+        {"schemaVersion": 1, "taskId": "t1", "turns": [{"content": "DONE: the port is 8080."}]}))
+    (suite / "suite.json").write_text(json.dumps({
+        "schemaVersion": 1, "suiteId": suite_id, "suiteVersion": "0.1.0", "description": "third party",
+        "tasks": [{"id": "t1", "prompt": "Which port?", "fixture": "fixtures/t1",
+                   "budget": {"maxTurns": 2, "maxWallMs": 60000}, "policy": {"mode": "auto", "allow": []},
+                   "verifiers": [{"id": "kept", "kind": "file-contains", "path": "notes.txt", "text": "8080"}]}]}))
+    return suite
+
+
+def run_lab(argv: list[str], data_dir: Path, stdin: int | None = subprocess.DEVNULL,
+            ) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env["LAB_DATA_DIR"] = str(data_dir)
+    return subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=ROOT, env=env, stdin=stdin,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def records(data_dir: Path) -> list[Path]:
+    return sorted(data_dir.glob("*/*/runs/*/*.json"))
+
+
+# --- locating a suite -----------------------------------------------------------------------
+
+def test_suite_dir_with_an_id_loads_dir_slash_id(tmp_path: Path) -> None:
+    suite_dir = write_suite(tmp_path)
+    config = compose_config([f"suite_dir={tmp_path}", "suite=ext", "yes=true"])
+    assert config.data["suite"] == {"id": "ext", "path": None, "k": 5}
+    assert resolve_suite(config).path == suite_dir
+
+
+def test_suite_dir_falls_back_to_the_bundled_suite(tmp_path: Path) -> None:
+    config = compose_config([f"suite_dir={tmp_path}", "suite=core"])
+    assert resolve_suite(config).path == paths.SUITES_DIR / "core"
+
+
+def test_suite_dir_shadows_a_bundled_suite_of_the_same_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shutil.copytree(paths.SUITES_DIR / "core", tmp_path / "core")
+    suite = resolve_suite(compose_config([f"suite_dir={tmp_path}", "suite=core", "yes=true"]))
+    assert suite.path == tmp_path / "core"
+    assert f"warning: suite core ({tmp_path / 'core'}) is not a bundled suite" in capsys.readouterr().err
+
+
+def test_suite_dir_without_the_suite_names_the_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(SuiteError, match=r"suite nope: .*nope/suite.json: no suite.json in this directory"):
+        resolve_suite(compose_config([f"suite_dir={tmp_path}", "suite=nope"]))
+
+
+def test_suite_path_points_anywhere(tmp_path: Path) -> None:
+    suite_dir = write_suite(tmp_path / "deep" / "er")
+    config = compose_config(["suite=external", f"suite.path={suite_dir}", "yes=true"])
+    assert resolve_suite(config).id == "ext"
+
+
+def test_suite_id_must_match_the_file(tmp_path: Path) -> None:
+    write_suite(tmp_path, "ext")
+    (tmp_path / "other").symlink_to(tmp_path / "ext")
+    with pytest.raises(ConfigError, match=r"suite.id: 'other' selects .* whose suite.json has suiteId 'ext'"):
+        resolve_suite(compose_config([f"suite_dir={tmp_path}", "suite=other", "yes=true"]))
+
+
+def test_bundled_suites_are_not_third_party(tmp_path: Path) -> None:
+    (tmp_path / "alias").symlink_to(paths.SUITES_DIR / "core")
+    assert not is_third_party(paths.SUITES_DIR / "core")
+    assert not is_third_party(tmp_path / "alias")
+    assert is_third_party(paths.SUITES_DIR.parent / f"{paths.SUITES_DIR.name}-evil" / "core")
+    assert is_third_party(tmp_path)
+
+
+def test_a_bundled_suite_asks_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    resolve(compose_config(["suite=core"]), stdin=io.StringIO(""))
+    assert capsys.readouterr().err == ""
+
+
+# --- confirmation (in process, with a real pty for the terminal) -----------------------------
+
+def third_party(tmp_path: Path) -> object:
+    write_suite(tmp_path)
+    return compose_config([f"suite_dir={tmp_path}", "suite=ext"])
+
+
+def test_without_a_terminal_a_third_party_suite_is_refused(tmp_path: Path) -> None:
+    err = io.StringIO()
+    with pytest.raises(ConfigError, match="no terminal to confirm it; pass yes=true to run it"):
+        resolve(third_party(tmp_path), stdin=io.StringIO("y\n"), stderr=err)
+    assert "verifier commands run with your privileges" in err.getvalue()
+
+
+@pytest.mark.parametrize(("answer", "accepted"), [("y", True), ("YES", True), ("n", False), ("", False)])
+def test_on_a_terminal_the_user_decides(tmp_path: Path, answer: str, accepted: bool) -> None:
+    main, secondary = os.openpty()
+    err = io.StringIO()
+    with os.fdopen(secondary, "r") as tty, os.fdopen(main, "w"):
+        assert tty.isatty()
+        if accepted:
+            assert resolve(third_party(tmp_path), stdin=tty, stderr=err, ask=lambda: answer).id == "ext"
+        else:
+            with pytest.raises(ConfigError, match="not confirmed; nothing was run"):
+                resolve(third_party(tmp_path), stdin=tty, stderr=err, ask=lambda: answer)
+    assert "[y/N]" in err.getvalue()
+
+
+def test_end_of_input_at_the_question_is_a_no(tmp_path: Path) -> None:
+    main, secondary = os.openpty()
+
+    def eof() -> str:
+        raise EOFError
+
+    with os.fdopen(secondary, "r") as tty, os.fdopen(main, "w"):
+        with pytest.raises(ConfigError, match="not confirmed"):
+            resolve(third_party(tmp_path), stdin=tty, stderr=io.StringIO(), ask=eof)
+
+
+def test_yes_accepts_without_asking_but_still_warns(tmp_path: Path) -> None:
+    write_suite(tmp_path)
+    err = io.StringIO()
+    config = compose_config([f"suite_dir={tmp_path}", "suite=ext", "yes=true"])
+    suite = resolve(config, stderr=err, stdin=io.StringIO(""))
+    assert "warning: suite ext" in err.getvalue() and "[y/N]" not in err.getvalue()
+    # Accepted once, the same suite is not asked about again in this process (variants prepare it twice).
+    confirm_third_party(suite, yes=False, stdin=io.StringIO(""), stderr=io.StringIO())
+
+
+# --- real commands -------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_doit_without_a_terminal_refuses_then_yes_runs(tmp_path: Path) -> None:
+    write_suite(tmp_path / "suites")
+    argv = ["doit", "eval", f"suite_dir={tmp_path / 'suites'}", "suite=ext", "k=1"]
+    refused = run_lab(argv, tmp_path / "runs")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "suite ext: " in refused.stderr and "pass yes=true to run it" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert records(tmp_path / "runs") == []
+    accepted = run_lab([*argv, "yes=true"], tmp_path / "runs")
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert "warning: suite ext" in accepted.stderr
+    assert len(records(tmp_path / "runs")) == 1
+    [report] = (tmp_path / "runs").glob("ext/*/reports/*/report.json")
+    header = json.loads(report.read_text())["header"]
+    assert header["suiteDigest"] == load_suite(tmp_path / "suites" / "ext").digest
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("answer", "code", "runs"), [("y", 0, 1), ("n", 1, 0)])
+def test_lab_run_on_a_real_terminal_asks(tmp_path: Path, answer: str, code: int, runs: int) -> None:
+    write_suite(tmp_path / "suites")
+    main, secondary = os.openpty()
+    try:
+        os.write(main, f"{answer}\n".encode())  # typed ahead; the terminal buffers the line
+        result = run_lab(["lab", "run", f"suite_dir={tmp_path / 'suites'}", "suite=ext", "k=1"],
+                         tmp_path / "runs", stdin=secondary)
+    finally:
+        os.close(secondary)
+        os.close(main)
+    assert result.returncode == code, result.stdout + result.stderr
+    assert f"Run suite ext 0.1.0 from {tmp_path / 'suites' / 'ext'}? [y/N]" in result.stderr
+    assert len(records(tmp_path / "runs")) == runs
+
+
+@pytest.mark.slow
+def test_lab_list_shows_suite_dir_suites(tmp_path: Path) -> None:
+    suite = load_suite(write_suite(tmp_path / "suites"))
+    result = run_lab(["lab", "list", f"suite_dir={tmp_path / 'suites'}"], tmp_path / "runs")
+    assert result.returncode == 0, result.stderr
+    row = next(line.split() for line in result.stdout.splitlines() if line.startswith("ext "))
+    assert row == ["ext", "0.1.0", suite.digest[:12], "1", "none", "suite_dir"]
+    assert any(line.split()[:1] == ["core"] and line.split()[-1] == "bundled" for line in result.stdout.splitlines())
+
+
+def test_lab_list_says_when_the_checkout_has_no_suites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from lab.cli.listing import list_suites
+
+    # The checkout always has suites; point the lab at an empty directory to see the message.
+    monkeypatch.setattr(paths, "SUITES_DIR", tmp_path / "empty")
+    assert list_suites([]) == 0
+    assert capsys.readouterr().out.strip() == f"no bundled suites: {tmp_path / 'empty'} holds no <suite>/suite.json"
+
+
+def test_lab_list_rejects_a_missing_suite_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lab.cli.listing import list_suites
+
+    assert list_suites([f"suite_dir={tmp_path / 'none'}"]) == 1
+    assert capsys.readouterr().err.strip() == f"config: suite_dir: {tmp_path / 'none'} is not a directory"
+
+
+def test_lab_list_marks_an_invalid_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lab.cli.listing import list_suites
+
+    write_suite(tmp_path)
+    (tmp_path / "ext" / "suite.json").write_text('{"schemaVersion": 1}')
+    assert list_suites([f"suite_dir={tmp_path}"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("ext "))
+    assert "invalid" in row and "'suiteId' is a required property" in row
