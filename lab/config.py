@@ -57,6 +57,7 @@ class ProviderConf:
     api_key_env: str | None = None
     timeout_s: float = 120.0
     max_retries: int = 2
+    headers: dict[str, str] = field(default_factory=dict)  # extra request headers (gateways); not hashed
 
 
 @dataclass

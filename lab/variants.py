@@ -54,6 +54,12 @@ def split_variants(overrides: list[str]) -> tuple[list[str], list[tuple[str, lis
                           f"(found {len(sweeps)})")
     sweep = sweeps[0]
     key = sweep.get_key_element()
+    from lab.config_variants import is_measured_key
+
+    if key != "variant" and not is_measured_key(key):
+        raise ConfigError(f"variants: {key} is not part of the measured configuration, so its values "
+                          "cannot differ in what is measured; sweep variant=…, agent.*, provider.model "
+                          "or provider.reasoning_effort (or use lab run -m)")
     values = [str(v) for v in sweep.sweep_string_iterator()]
     if len(values) < 2:
         raise ConfigError(f"variants: {key} needs at least two values")

@@ -66,3 +66,8 @@ def test_variants_refusals_exit_1_before_any_run(tmp_path: Path, overrides: list
     assert result.returncode == 1
     assert message in result.stderr
     assert not list(tmp_path.glob("*/*/runs"))
+
+
+def test_a_sweep_over_an_unmeasured_key_is_refused() -> None:
+    with pytest.raises(ConfigError, match="jobs is not part of the measured configuration"):
+        split_variants(["suite=core", "jobs=1,2"])
