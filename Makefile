@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: eval test ci record-bundled clean
+.PHONY: eval test ci typecheck record-bundled clean
 RECORDED := $(notdir $(wildcard cassettes/*))
 
 $(BIN)/python:
@@ -22,6 +22,10 @@ eval: $(STAMP)
 ## test: run the test suite
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+## typecheck: mypy --strict over the library
+typecheck: $(STAMP)
+	$(BIN)/mypy --strict lab
 
 ## ci: replay every bundled cassette; exit 2 on a divergence, 1 on a failed task
 ci: $(STAMP)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -170,8 +170,9 @@ def expected_output(rules: Sequence[str], chain: Chain) -> str:
         listed.reverse()
     elif order == "sorted-order":
         listed.sort(key=lambda item: item[1])
-    upper = {"odd-upper": lambda i: i % 2 == 1, "even-upper": lambda i: i % 2 == 0,
-             "third-upper": lambda i: i % 3 == 0, "second-half-upper": lambda i: i >= 9}[case]
+    upper: Callable[[int], bool] = {
+        "odd-upper": lambda i: i % 2 == 1, "even-upper": lambda i: i % 2 == 0,
+        "third-upper": lambda i: i % 3 == 0, "second-half-upper": lambda i: i >= 9}[case]
     lines = [token.upper() if upper(i) else token for i, token in listed]
     head = {"start-header": [f"START={paths[0]}"], "begin-end": ["BEGIN"],
             "walk-header": ["WALK OF 16 SEGMENTS"]}.get(frame, [])

@@ -138,7 +138,7 @@ class Prepared:
         return self.store / "reports" / self.run_id
 
     def record_path(self, spec: Any) -> Path:
-        return self.store / "runs" / spec.task_id / f"{spec.name}.json"
+        return self.store / "runs" / str(spec.task_id) / f"{spec.name}.json"
 
 
 def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "eval") -> Prepared:

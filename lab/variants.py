@@ -63,7 +63,7 @@ def split_variants(overrides: list[str]) -> tuple[list[str], list[tuple[str, lis
     values = [str(v) for v in sweep.sweep_string_iterator()]
     if len(values) < 2:
         raise ConfigError(f"variants: {key} needs at least two values")
-    common = [o.input_line for o in parsed if not o.is_sweep_override()]
+    common = [str(o.input_line) for o in parsed if not o.is_sweep_override()]
     return common, [(_label(v), [f"{key}={v}"]) for v in values]
 
 
