@@ -17,14 +17,9 @@ Every reason is stated, one line each.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from lab.errors import LabError, RecordVersionError
-
-READABLE_REPORT_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -46,26 +41,20 @@ class GateResult:
         return "\n".join([self.headline, *(f"  - {r}" for r in self.reasons)])
 
 
-def load_report(path: Path) -> dict[str, Any]:
-    """Read a report: ``path`` is a ``report.json`` or the directory holding one.
+def load_report(ref: str | Path) -> dict[str, Any]:
+    """Read the report ``ref`` names: a ``report.json``, its directory, or a run id.
 
     Raises:
-        LabError: the file is missing, not JSON, or not a report (names the file).
+        ReportError: missing, not JSON, or not a report (names the file and field).
         RecordVersionError: the report was written by a newer lab.
     """
-    file = path / "report.json" if path.is_dir() else path
-    if not file.is_file():
-        raise LabError(f"{path}: no report found (expected a report.json or the directory holding one)")
-    try:
-        doc = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise LabError(f"{file}: cannot read the report: {exc}") from exc
-    if not isinstance(doc, dict) or not {"schemaVersion", "summary", "tasks"} <= doc.keys():
-        raise LabError(f"{file}: not a report.json (expected keys schemaVersion, summary, tasks)")
-    version = doc["schemaVersion"]
-    if not isinstance(version, int) or version > READABLE_REPORT_VERSION:
-        raise RecordVersionError(f"{file}: report schemaVersion {version!r} is newer than this lab reads "
-                                 f"({READABLE_REPORT_VERSION}); upgrade the lab")
+    from lab.paths import data_dir
+    from lab.store import ReportError, read_report, resolve_report
+
+    path = resolve_report(str(ref), data_dir())
+    doc = read_report(path)
+    if not isinstance(doc.get("summary"), dict):
+        raise ReportError(f"{path}: not a report: summary: missing")
     return doc
 
 

@@ -89,7 +89,8 @@ def test_load_report_refuses_a_newer_version(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    (None, "no report found"), ("{not json", "cannot read the report"), ("[]", "not a report.json")])
+    (None, "no report.json in this directory"), ("{not json", "not a JSON file"),
+    ("[]", "not a report: expected a JSON object"), ('{"schemaVersion": 1}', "not a report")])
 def test_load_report_names_the_problem(tmp_path: Path, content: str | None, message: str) -> None:
     if content is not None:
         (tmp_path / "report.json").write_text(content)
@@ -119,7 +120,7 @@ def test_lab_gate_command_exit_codes(tmp_path: Path, records: list[dict], args: 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("args", "message"), [
-    ([], "expected one REPORT"), (["nowhere"], "nowhere: no report found"),
+    ([], "expected one REPORT"), (["nowhere"], "nowhere: no such report file, directory or run id"),
     (["{report}", "min_rate=1"], "unknown option 'min_rate'"),
     (["{report}", "min_pass_rate=high"], "min_pass_rate: expected a number in [0, 1], got 'high'"),
     (["{report}", "allow_flaky=maybe"], "allow_flaky: expected true or false, got 'maybe'"),
