@@ -22,7 +22,8 @@ def records(data_dir: Path) -> dict[Path, int]:
     return {p: p.stat().st_mtime_ns for p in data_dir.glob("*/*/runs/*/*.json")}
 
 
-def test_sigint_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Path, signum: int) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
     env["LAB_DATA_DIR"] = str(tmp_path)
     proc = subprocess.Popen([str(BIN / "doit"), "eval", "suite=smoke-coding", "k=5", "progress=true"],
@@ -33,7 +34,7 @@ def test_sigint_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Path)
         if json.loads(line)["event"] == "run_finished":
             finished += 1
         if finished == 3:
-            proc.send_signal(signal.SIGINT)
+            proc.send_signal(signum)
             break
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, out + err
