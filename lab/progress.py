@@ -36,10 +36,15 @@ class Display:
         self.total = total
         if self.quiet or not self.tty or total == 0:
             return
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        # The terminal itself, not sys.stdout: doit wraps sys.stdout while actions run, and a
+        # redirecting bar writing through that wrapper would write into itself.
+        console = Console(file=sys.__stdout__)
         self._bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(),
-                             TextColumn("{task.fields[tally]}"), TimeElapsedColumn(), transient=True)
+                             TextColumn("{task.fields[tally]}"), TimeElapsedColumn(), transient=True,
+                             console=console, redirect_stdout=False, redirect_stderr=False)
         self._task = self._bar.add_task("runs", total=total, tally="")
         self._bar.start()
 

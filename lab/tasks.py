@@ -239,7 +239,10 @@ def _ci_gate_action(report_dirs: list[Path], skipped: list[tuple[str, str]]) -> 
 
     from lab.gatekeeper import ci_verdict
 
+    from lab.progress import display
+
     code, text = ci_verdict(report_dirs, skipped)
+    display().stop()
     print(text, flush=True)
     OUTCOME.update(code=code)
     if code == 2:
@@ -465,15 +468,17 @@ def _summary_action(prep: Prepared, report_dir: Path, gate: bool = True) -> Any:
     from lab.progress import display
 
     code, text = summarise(report_dir)
-    if display().skipped and not prep.ctx.config.data["json"]:
-        print(f"{display().skipped} run(s) up to date, not executed again")
     if prep.ctx.config.data["json"]:
         import json
 
         doc = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
         print(json.dumps(doc, ensure_ascii=False, separators=(",", ":")), flush=True)
     else:
-        print(text, flush=True)
+        if gate:
+            display().stop()  # the last words of the eval: below the bar, which goes away
+        if display().skipped:
+            text = f"{display().skipped} run(s) up to date, not executed again\n{text}"
+        display().print(text)
     OUTCOME.update(code=code, report_dir=str(report_dir))
     if not gate:
         return None
