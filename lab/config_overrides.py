@@ -129,8 +129,12 @@ def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_di
         return f"config: unknown key '{full}' (see conf/config.yaml and `lab list` for valid keys)"
     sweep = re.search(r"Ambiguous value for argument '([^']+)'", text)
     if sweep:
-        return (f"config: '{sweep.group(1)}' is a sweep, and this command runs one configuration; "
-                f"compare variants with `lab variants … {sweep.group(1)}`")
+        from lab.config_variants import is_measured_key
+
+        key = sweep.group(1).split("=", 1)[0].lstrip("+~")
+        hint = (f"compare them with `lab variants … {sweep.group(1)}` or sweep with `lab run -m …`"
+                if key == "variant" or is_measured_key(key) else f"sweep with `lab run -m … {sweep.group(1)}`")
+        return f"config: '{sweep.group(1)}' is a sweep, and this command runs one configuration; {hint}"
     group = re.search(r"Could not find '([^']+)'", text)
     if group:
         name = group.group(1)

@@ -63,3 +63,15 @@ def publish_dir(staging: Path, final: Path) -> None:
     os.replace(staging, final)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def copy_files(source: Path, target: Path) -> None:
+    """Copy every file of directory ``source`` into directory ``target``, each atomically.
+
+    Files already in ``target`` that ``source`` lacks are left alone: ``target``
+    may be any directory the user names, so nothing in it is ever deleted.
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    for path in sorted(source.iterdir()):
+        if path.is_file():
+            write_atomic(target / path.name, path.read_bytes())

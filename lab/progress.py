@@ -114,6 +114,9 @@ class LabReporter(ConsoleReporter):  # type: ignore[misc]
     def skip_uptodate(self, task: Any) -> None:
         if _is_run(task):
             display().run_skipped()
+            meta = task.meta or {}
+            if meta.get("events") is not None:
+                meta["events"].emit("run_skipped", **meta.get("ident", {}), reason="up to date")
 
     def complete_run(self) -> None:
         display().stop()

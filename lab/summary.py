@@ -27,7 +27,7 @@ def summarise(report_dir: Path) -> tuple[int, str]:
     if "note" in h:
         lines.append(h["note"])
     rows = [(t["taskId"], f"{t['passes']}/{t['judged']}", t["errors"] or "", _flags(t)) for t in doc["tasks"]]
-    lines.append(tabulate(rows, headers=["task", "passed", "errors", ""], tablefmt="simple"))
+    lines.append(tabulate(rows, headers=["task", "passed", "errors", "notes"], tablefmt="simple"))
     lines.append(f"success rate {rate}; pass^k {_pct(s['passHatK'])}, pass@k {_pct(s['passAtK'])} of tasks")
     lines += _warnings(doc)
     for err in doc["errors"]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from lab import paths
-from lab.errors import LabError
+from lab.errors import ConfigError, LabError
 
 DOIT_COMMANDS = frozenset({"auto", "clean", "dumpdb", "forget", "help", "ignore", "info", "list",
                            "reset-dep", "run", "strace", "tabcompletion"})
@@ -156,13 +156,17 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     if mode is not None:
         overrides = [*overrides, f"mode={mode}"]
     config = compose_config(overrides)
+    out = config.data["out"]
+    if out and Path(out).exists() and not Path(out).is_dir():
+        raise ConfigError(f"config: out: {out} exists and is not a directory")
     suite = resolve_suite(config)
     tasks = select_tasks(suite, list(config.data["tasks"]))
     check_grants(tasks, config, suite.id)
     cassettes = paths.from_root(config.data["cassette_dir"] or paths.CASSETTES_DIR)
     k = 1 if config.mode == "record" else config.k
     store = paths.data_dir() / suite.id / config.config_hash()[:12]
-    rid = run_id(suite.id, config.config_hash(), k, config.seed, list(config.data["tasks"]))
+    subset = [t.id for t in tasks] if len(tasks) < len(suite.tasks) else None
+    rid = run_id(suite.id, config.config_hash(), k, config.seed, subset)
     events = EventLog({"suiteId": suite.id, "configHash": config.config_hash(), "runId": rid},
                       path=store / "events.jsonl", stream=stderr_if(config.data["progress"]))
     ctx = EvalContext(config=config, suite=suite, cassette_dir=cassettes, work_dir=store / "work",
@@ -294,7 +298,9 @@ def run_task(prep: Prepared, spec: Any, *, always: bool = False) -> dict[str, An
     inputs = run_inputs(prep, spec)
     return {"name": _run_name(prep, spec), "actions": [(_run_action, [prep.ctx, spec, target, inputs])],
             "targets": [str(target)], "uptodate": [False] if force else [RecordCurrent(target, inputs)],
-            "meta": {"lab": "run"}, "verbosity": 2}
+            "meta": {"lab": "run", "events": prep.ctx.events,
+                     "ident": {"taskId": spec.task_id, "repetition": spec.repetition, "seed": spec.seed}},
+            "verbosity": 2}
 
 
 def run_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
@@ -454,8 +460,6 @@ def _report_action(prep: Prepared, records: list[Path], report_dir: Path) -> Any
               "voided": len(runs) < len(records)}
     doc = build_report(header, runs)
     write_report(report_dir, doc, runs)
-    if ctx.config.data["out"]:
-        write_report(Path(ctx.config.data["out"]).absolute(), doc, runs)
     ctx.events.emit("report_written", path=str(report_dir))
     return {"records": records_digest(records)}
 
@@ -468,6 +472,13 @@ def _summary_action(prep: Prepared, report_dir: Path, gate: bool = True) -> Any:
     from lab.progress import display
 
     code, text = summarise(report_dir)
+    out = prep.ctx.config.data["out"]
+    if out:  # every time, also when the report itself was up to date
+        from lab.files import copy_files
+
+        copy_files(report_dir, Path(out).absolute())
+    prep.ctx.events.emit("eval_finished", exitCode=code, upToDate=display().skipped,
+                         executed=display().done)
     if prep.ctx.config.data["json"]:
         import json
 

@@ -140,18 +140,16 @@ def variant_tasks(prepared: list[tuple[str, Any]], root: Path) -> Iterator[dict[
 
 def _compare_action(prepared: list[tuple[str, Any]], root: Path) -> Any:
     import json
-    import shutil
 
     from lab.compare import compare_reports, write_comparison
     from lab.compare_markdown import render_comparison_markdown
     from lab.tasks import OUTCOME
 
+    from lab.files import copy_files
+
     root.mkdir(parents=True, exist_ok=True)
     for label, prep in prepared:
-        target = root / label
-        if target.exists():
-            shutil.rmtree(target)
-        shutil.copytree(prep.report_dir, target)
+        copy_files(prep.report_dir, root / label)
     base = json.loads((root / prepared[0][0] / "report.json").read_text(encoding="utf-8"))
     cand = json.loads((root / prepared[1][0] / "report.json").read_text(encoding="utf-8"))
     doc = compare_reports(base, cand)

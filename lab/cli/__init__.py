@@ -13,7 +13,7 @@
 
 Overrides use Hydra syntax (``suite=core k=5 mode=replay provider.model=x``).
 Exit codes: 0 completed (whichever tasks passed), 1 usage or infrastructure
-error, 2 replay divergence, 130 cancelled.
+error, 2 replay divergence, 3 incompatible compare, 130 cancelled.
 """
 
 from __future__ import annotations

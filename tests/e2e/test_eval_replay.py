@@ -103,3 +103,23 @@ def test_every_file_produced_matches_its_schema(tmp_path: Path) -> None:
         assert_valid("run-record", json.loads(record.read_text()), str(record))
     for cassette in (ROOT / "cassettes").glob("*/*.jsonl"):
         assert_jsonl_valid("cassette", cassette)
+
+
+def test_out_gets_the_report_also_when_it_was_up_to_date(tmp_path: Path) -> None:
+    assert run_cmd(["doit", "eval", "suite=core", "mode=replay"], tmp_path / "runs").returncode == 0
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    again = run_cmd(["doit", "eval", "suite=core", "mode=replay", f"out={out}"], tmp_path / "runs")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert {"report.json", "report.md", "runs.jsonl", "events.jsonl", "index.html", "junit.xml"} <= {
+        p.name for p in out.iterdir()}
+    assert (out / "mine.txt").read_text() == "keep me"
+
+
+def test_out_that_is_a_file_is_refused_before_any_run(tmp_path: Path) -> None:
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", f"out={target}"], tmp_path / "runs")
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"config: out: {target} exists and is not a directory"
