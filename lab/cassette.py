@@ -237,20 +237,32 @@ def read_cassette(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         raise CassetteError(f"{path}: no cassette for this task; record one with `doit record`") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CassetteError(f"{path}: cannot read: {exc}") from None
+    import jsonschema
+
+    from lab.schemas import load_schema
+
+    validator = jsonschema.Draft202012Validator(load_schema("cassette"))
     records = []
     for n, line in enumerate(lines, 1):
         try:
-            records.append(json.loads(line))
+            record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise CassetteError(f"{path}: line {n}: not JSON: {exc.msg}") from None
-    if not records or records[0].get("format") != FORMAT:
-        raise CassetteError(f"{path}: line 1: expected a {FORMAT} header")
-    version = records[0].get("schemaVersion")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise CassetteError(f"{path}: schemaVersion {version!r} is newer than this lab reads ({SCHEMA_VERSION})")
-    for n, rec in enumerate(records[1:], 2):
-        if rec.get("type") != "call" or not {"fingerprint", "request", "exchange"} <= set(rec):
+        if n == 1 and (not isinstance(record, dict) or record.get("format") != FORMAT):
+            raise CassetteError(f"{path}: line 1: expected a {FORMAT} header")
+        if n == 1 and isinstance(record.get("schemaVersion"), int) and record["schemaVersion"] > SCHEMA_VERSION:
+            raise CassetteError(f"{path}: schemaVersion {record['schemaVersion']!r} is newer than this lab "
+                                f"reads ({SCHEMA_VERSION})")
+        error = jsonschema.exceptions.best_match(validator.iter_errors(record))
+        if error is not None:
+            where = ".".join(map(str, error.absolute_path)) or "(line)"
+            kind = "header" if n == 1 else "call"
+            raise CassetteError(f"{path}: line {n}: not a valid {kind}: {where}: {error.message[:160]}")
+        if n > 1 and record.get("type") != "call":
             raise CassetteError(f"{path}: line {n}: expected a call with fingerprint, request and exchange")
+        records.append(record)
+    if not records:
+        raise CassetteError(f"{path}: line 1: expected a {FORMAT} header")
     return records[0], records[1:]
 
 

@@ -338,7 +338,8 @@ def config_problems(data: dict[str, Any]) -> list[str]:
 
     schema = load_schema("config")
     validator = jsonschema.Draft202012Validator(schema)
-    problems = [f"config: {_dotted(err.absolute_path)}: {err.message}"
+    problems = [f"config: {path}: {value!r} is not a finite number" for path, value in _non_finite(data)]
+    problems += [f"config: {_dotted(err.absolute_path)}: {err.message}"
                 for err in sorted(validator.iter_errors(data), key=lambda e: _dotted(e.absolute_path))]
     rates = data.get("rates") or {}
     if (rates.get("input") is None) != (rates.get("output") is None):
@@ -356,6 +357,19 @@ def config_problems(data: dict[str, Any]) -> list[str]:
         problems.append(f"config: agent.limits.tool_output_chars: {tool_chars} is greater than "
                         f"agent.limits.max_context_chars ({context_chars})")
     return problems
+
+
+def _non_finite(value: Any, path: str = "") -> list[tuple[str, float]]:
+    """(dotted path, value) of every NaN or infinite float (JSON has no such numbers)."""
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        return [(path, value)]
+    if isinstance(value, dict):
+        return [hit for k, v in value.items() for hit in _non_finite(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(value, list):
+        return [hit for i, v in enumerate(value) for hit in _non_finite(v, f"{path}[{i}]")]
+    return []
 
 
 def _dotted(path: Any) -> str:

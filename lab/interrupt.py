@@ -4,8 +4,9 @@ On SIGINT or SIGTERM the lab sets the eval's cancel event (running agents,
 commands and verifiers are killed), waits briefly for runs in worker threads
 to clean up, then raises KeyboardInterrupt in the main thread. doit saves the
 state of every finished run and stops; no report is published; the command
-exits 130 with one line instead of a traceback. SIGTERM is treated like
-SIGINT so finished runs are kept when CI kills the job.
+exits 130 with one line instead of a traceback. SIGTERM (and SIGHUP, a
+closed terminal) is treated like SIGINT so finished runs are kept when CI
+kills the job.
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ def install(cancel: threading.Event, idle: threading.Condition | None = None,
     _state.update(cancel=cancel, idle=idle, active=active, on_cancel=on_cancel)
     if _state["installed"] or threading.current_thread() is not threading.main_thread():
         return
-    signal.signal(signal.SIGINT, _handler)
-    signal.signal(signal.SIGTERM, _handler)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _handler)
     sys.excepthook = _excepthook
     _state["installed"] = True
 

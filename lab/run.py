@@ -268,6 +268,10 @@ def replay_preconditions(ctx: EvalContext, task: Task, header: dict[str, Any], s
     """
     from lab.errors import CassetteError
 
+    for key, expected in (("suiteId", ctx.suite.id), ("taskId", task.id)):
+        if header.get(key) != expected:
+            raise CassetteError(f"{source}: header {key} is {header.get(key)!r}, expected {expected!r} "
+                                f"(a cassette of another suite or task)")
     policy = effective_policy(ctx.config, task)
     recorded = header.get("policy")
     if recorded is not None and recorded != policy:

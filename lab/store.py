@@ -137,7 +137,12 @@ def read_report(path: Path) -> dict[str, Any]:
     if isinstance(version, int) and not isinstance(version, bool) and version > REPORT_SCHEMA_VERSION:
         raise RecordVersionError(f"{path}: report schemaVersion {version} is newer than this lab reads "
                                  f"({REPORT_SCHEMA_VERSION})")
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(REPORT_SHAPE).iter_errors(doc))
+    from lab.schemas import load_schema
+
+    # The full report schema: every figure compare, admit, gate and export read is checked
+    # here, so a hand-made or damaged report is one line naming the field, never a crash.
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(load_schema("report")).iter_errors(doc))
     if error is not None:
         where = ".".join(map(str, error.absolute_path)) or "(top level)"
         raise ReportError(f"{path}: not a report: {where}: {error.message[:200]}")

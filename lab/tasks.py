@@ -343,31 +343,36 @@ class RecordCurrent:
 def report_task(prep: Prepared) -> dict[str, Any]:
     """The report over every planned run's record (missing ones count as not run)."""
     records = [prep.record_path(spec) for spec in prep.specs]
-    return {"name": f"{prep.run_id}.report", "actions": [(_report_action, [prep, records, prep.report_dir])],
+    header = report_header(prep)
+    return {"name": f"{prep.run_id}.report",
+            "actions": [(_report_action, [prep, records, prep.report_dir, header])],
             "task_dep": [f"{prep.basename}:{_run_name(prep, spec)}" for spec in prep.specs],
             "targets": [str(prep.report_dir / "report.json")],
-            "uptodate": [_RecordsUnchanged(records)], "verbosity": 2}
+            "uptodate": [_RecordsUnchanged(records, header)], "verbosity": 2}
 
 
 class _RecordsUnchanged:
-    """doit uptodate check: the report is current while its run records are.
+    """doit uptodate check: the report is current while its conditions and run records are.
 
     Records may be missing (runs not executed after an eval was voided), so
     they cannot be doit file_deps; their digest is compared instead.
     """
 
-    def __init__(self, records: list[Path]) -> None:
+    def __init__(self, records: list[Path], header: dict[str, Any]) -> None:
         self.records = records
+        self.header = header
 
     def __call__(self, task: Any, values: dict[str, Any]) -> bool:
-        return bool(values.get("records") == records_digest(self.records))
+        return bool(values.get("records") == records_digest(self.records, self.header))
 
 
-def records_digest(records: list[Path]) -> str:
-    """sha256 over the records' paths and contents (``-`` for a missing one)."""
+def records_digest(records: list[Path], header: dict[str, Any]) -> str:
+    """sha256 over the report's conditions and its records' paths and contents (``-`` if missing)."""
     import hashlib
 
-    digest = hashlib.sha256()
+    from lab.config import canonical_json
+
+    digest = hashlib.sha256(canonical_json(header).encode("utf-8"))
     for path in records:
         digest.update(str(path).encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest() if path.exists() else b"-")
@@ -436,47 +441,55 @@ def _run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> No
     display().run_finished(line, record["status"])
 
 
-def _report_action(prep: Prepared, records: list[Path], report_dir: Path) -> Any:
+def report_header(prep: Prepared) -> dict[str, Any]:
+    """The conditions a report states (SPEC: a number carries its conditions)."""
+    from lab.plan import harness_digest
+    from lab.run import HARNESS_VERSION
+
+    ctx = prep.ctx
+    provider, agent = ctx.config.data["provider"], ctx.config.data["agent"]
+    return {"runId": prep.run_id, "suiteId": ctx.suite.id, "suiteVersion": ctx.suite.version,
+            "suiteDigest": ctx.suite.digest, "harnessVersion": HARNESS_VERSION,
+            "harnessDigest": harness_digest(), "configHash": ctx.config_hash,
+            "variant": ctx.config.variant, "provider": provider["name"], "model": provider["model"],
+            "mode": ctx.config.mode, "k": prep.k, "seed": ctx.config.seed,
+            "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
+            "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs})}
+
+
+def _report_action(prep: Prepared, records: list[Path], report_dir: Path, header: dict[str, Any]) -> Any:
     import json
 
     from doit.exceptions import TaskFailed
 
-    from lab.plan import harness_digest
     from lab.report import build_report, write_report
-    from lab.run import HARNESS_VERSION
 
     ctx = prep.ctx
     if ctx.cancel.is_set():
         return TaskFailed("cancelled: no report published", report=False)
     runs = [json.loads(p.read_text(encoding="utf-8")) for p in records if p.exists()]
-    provider, agent = ctx.config.data["provider"], ctx.config.data["agent"]
-    header = {"runId": prep.run_id, "suiteId": ctx.suite.id, "suiteVersion": ctx.suite.version,
-              "suiteDigest": ctx.suite.digest, "harnessVersion": HARNESS_VERSION,
-              "harnessDigest": harness_digest(), "configHash": ctx.config_hash,
-              "variant": ctx.config.variant, "provider": provider["name"], "model": provider["model"],
-              "mode": ctx.config.mode, "k": prep.k, "seed": ctx.config.seed,
-              "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
-              "runsRequested": len(records), "tasksRequested": len({s.task_id for s in prep.specs}),
-              "voided": len(runs) < len(records)}
-    doc = build_report(header, runs)
+    doc = build_report({**header, "voided": len(runs) < len(records)}, runs)
     write_report(report_dir, doc, runs)
     ctx.events.emit("report_written", path=str(report_dir))
-    return {"records": records_digest(records)}
+    return {"records": records_digest(records, header)}
 
 
 def _summary_action(prep: Prepared, report_dir: Path, gate: bool = True) -> Any:
     from doit.exceptions import TaskError, TaskFailed
 
-    from lab.summary import summarise
-
     from lab.progress import display
+    from lab.summary import summarise
 
     code, text = summarise(report_dir)
     out = prep.ctx.config.data["out"]
     if out:  # every time, also when the report itself was up to date
         from lab.files import copy_files
 
-        copy_files(report_dir, Path(out).absolute())
+        try:
+            copy_files(report_dir, Path(out).absolute())
+        except OSError as exc:
+            print(f"out: cannot write the report to {out}: {exc.strerror or exc}", file=sys.stderr)
+            return TaskFailed("out not writable", report=False)
     prep.ctx.events.emit("eval_finished", exitCode=code, upToDate=display().skipped,
                          executed=display().done)
     if prep.ctx.config.data["json"]:

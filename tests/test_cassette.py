@@ -89,7 +89,12 @@ def test_normaliser_rewrites_workspace_paths_and_tool_output_only(tmp_path: Path
     ("", "expected a cassette/v1 header"),
     ("{not json\n", "line 1: not JSON"),
     (json.dumps({**HEADER, "schemaVersion": 9}) + "\n", "schemaVersion 9 is newer than this lab reads"),
-    (json.dumps(HEADER) + "\n" + json.dumps({"type": "call"}) + "\n", "line 2: expected a call"),
+    (json.dumps(HEADER) + "\n" + json.dumps({"type": "call"}) + "\n", "line 2: not a valid call"),
+    (json.dumps(HEADER) + "\nnull\n", "line 2: not a valid call"),
+    ("[1]\n", "line 1: expected a cassette/v1 header"),
+    (json.dumps({k: v for k, v in HEADER.items() if k != "taskId"}) + "\n", "line 1: not a valid header"),
+    (json.dumps(HEADER) + "\n" + json.dumps({**call(REQUEST), "exchange": "oops"}) + "\n",
+     "line 2: not a valid call: exchange"),
 ])
 def test_reading_a_bad_cassette_names_file_and_line(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "t.jsonl"

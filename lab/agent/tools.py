@@ -178,11 +178,18 @@ def _list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(_bound(text, ctx.output_chars, "list a subdirectory"))
 
 
+def _require_regular(target: Path, rel: str) -> None:
+    """Refuse FIFOs, sockets and devices: opening one can block past every budget."""
+    if target.exists() and not target.is_dir() and not target.is_file():
+        raise ToolError(f"{rel!r} is not a regular file (a FIFO, socket or device); refusing to open it")
+
+
 def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     rel = args["path"]
     target = resolve_inside(ctx.workspace, rel)
     if target.is_dir():
         raise ToolError(f"{rel!r} is a directory; use list_dir")
+    _require_regular(target, rel)
     try:
         data = target.read_bytes()
     except OSError as exc:
@@ -237,6 +244,7 @@ def _written(ctx: ToolContext, target: Path, data: bytes) -> ToolResult:
 
 def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     target = resolve_inside(ctx.workspace, args["path"])
+    _require_regular(target, args["path"])
     data = args["content"].encode("utf-8")
     _write_bytes(args["path"], target, data)
     return _written(ctx, target, data)

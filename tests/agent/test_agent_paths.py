@@ -90,3 +90,15 @@ def test_run_command_runs_with_the_workspace_as_cwd(workspace: Path) -> None:
     provider = Recording(scripted(call("run_command", argv=["pwd"]), answer("DONE")))
     run(workspace, provider)
     assert f"stdout:\n{workspace.resolve()}\n" in provider.requests()[1]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("tool", ["read_file", "write_file", "edit_file"])
+def test_fifos_are_refused_not_opened(workspace: Path, tool: str) -> None:
+    os.mkfifo(workspace / "pipe")
+    arguments = {"path": "pipe", "read_file": {}, "write_file": {"content": "x"},
+                 "edit_file": {"sha256": "0" * 64, "old": "a", "new": "b"}}[tool]
+    arguments = {"path": "pipe", **arguments}
+    result = run(workspace, scripted(call(tool, **arguments), answer("DONE")))
+    [event] = [e for e in result.events if e["type"] == "tool_call"]
+    assert event["outcome"] == "error"
+    assert "not a regular file" in event["error"] or "no such file" in event["error"]

@@ -77,3 +77,22 @@ def test_keep_prints_and_keeps_the_workspace(tmp_path: Path) -> None:
     kept = Path(line.split("workspace kept at ", 1)[1].strip())
     assert kept.is_dir() and (kept / "check.py").exists()
     assert kept.is_relative_to(tmp_path)
+
+
+def test_a_cassette_of_another_task_is_refused(tmp_path: Path) -> None:
+    cassettes = tmp_path / "cassettes"
+    shutil.copytree(ROOT / "cassettes" / "core", cassettes / "core")
+    shutil.copy(cassettes / "core" / "edit-file.jsonl", cassettes / "core" / "delete-file.jsonl")
+    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "tasks=[delete-file]", f"cassette_dir={cassettes}"],
+                     tmp_path / "runs")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "header taskId is 'edit-file', expected 'delete-file'" in result.stdout
+
+
+def test_ci_fails_when_a_recorded_suite_lacks_a_cassette(tmp_path: Path) -> None:
+    cassettes = tmp_path / "cassettes"
+    shutil.copytree(ROOT / "cassettes" / "core", cassettes / "core")
+    (cassettes / "core" / "edit-file.jsonl").unlink()
+    result = run_cmd(["doit", "ci", f"cassette_dir={cassettes}"], tmp_path / "runs")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "edit-file" in result.stdout and "no cassette for this task" in result.stdout
