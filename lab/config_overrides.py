@@ -135,6 +135,12 @@ def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_di
         hint = (f"compare them with `lab variants … {sweep.group(1)}` or sweep with `lab run -m …`"
                 if key == "variant" or is_measured_key(key) else f"sweep with `lab run -m … {sweep.group(1)}`")
         return f"config: '{sweep.group(1)}' is a sweep, and this command runs one configuration; {hint}"
+    if "Config group override must be a string" in text:
+        bad = next((o for o in overrides if "=" in o and not o.startswith(("+", "~"))
+                    and "." not in o.split("=", 1)[0] and _reads_as_non_string(o.split("=", 1)[1])), "?")
+        key, _, value = bad.partition("=")
+        return (f"config: {bad}: the option name reads as a number or boolean; quote it: "
+                f"{key}=\"'{value}'\"")
     group = re.search(r"Could not find '([^']+)'", text)
     if group:
         name = group.group(1)
@@ -158,3 +164,14 @@ def relative_to_conf(path: Path) -> str:
         return path.relative_to(ROOT).as_posix()
     except ValueError:
         return str(path)
+
+
+def _reads_as_non_string(value: str) -> bool:
+    """Whether Hydra's grammar reads ``value`` as a number, boolean or null."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_override(f"x={value}").value()
+    except Exception:  # the parser's own error type: not the case this helps with
+        return False
+    return not isinstance(parsed, str)

@@ -87,3 +87,9 @@ def test_every_problem_is_listed_once_in_order() -> None:
         "config: jobs: 0 is less than the minimum of 1",
         "config: seed: -1 is less than the minimum of 0",
     ]
+
+
+@pytest.mark.parametrize("value", ["inf", "1", "true"])
+def test_an_option_name_that_reads_as_a_number_says_how_to_quote_it(value: str) -> None:
+    with pytest.raises(ConfigError, match=f"suite={value}: the option name reads as a number or boolean; quote it"):
+        compose_config([f"suite={value}"])
