@@ -29,6 +29,8 @@ from typing import Any
 import pytest
 import semver
 
+from tests.helpers.script_interpreter import SHA_REF, resolve
+
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
 TASK_COUNTS = {"smoke-coding": 7, "core": 5, "holdout": 4, "tool-sequences": 6}
 # Restraint tasks are judged only by "change nothing, write nothing": the untouched fixture passes.
@@ -38,7 +40,6 @@ TOOL_EFFECTS = {"list_dir": "read", "read_file": "read", "search": "read",
                 "write_file": "write", "edit_file": "write", "run_command": "process"}
 IGNORED_PARTS = {".git", "node_modules", "__pycache__", ".pytest_cache"}
 HEX64 = re.compile(r"[0-9a-f]{64}")
-SHA_REF = "@sha256:"
 
 
 def load_json(path: Path) -> Any:
@@ -108,17 +109,6 @@ class Replay:
 
     events: list[ToolEvent] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)  # (path, sha256 named)
-
-
-def resolve(value: Any, reported: dict[str, str]) -> Any:
-    """Replace "@sha256:<path>" strings by the last hash reported for <path>, if any."""
-    if isinstance(value, str) and value.startswith(SHA_REF):
-        return reported.get(value[len(SHA_REF):], value)
-    if isinstance(value, dict):
-        return {key: resolve(item, reported) for key, item in value.items()}
-    if isinstance(value, list):
-        return [resolve(item, reported) for item in value]
-    return value
 
 
 def apply_edit(workspace: Path, args: dict[str, Any], reported: dict[str, str], replay: Replay) -> str:

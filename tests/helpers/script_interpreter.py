@@ -56,13 +56,14 @@ def run_argv(workspace: Path, argv: list[str], timeout_ms: int) -> subprocess.Co
                           timeout=timeout_ms / 1000, check=False)
 
 
-def _resolve(value: Any, reported: dict[str, str]) -> Any:
+def resolve(value: Any, reported: dict[str, str]) -> Any:
+    """Replace "@sha256:<path>" strings by the last hash reported for <path>, if any."""
     if isinstance(value, str) and value.startswith(SHA_REF):
         return reported.get(value[len(SHA_REF):], value)
     if isinstance(value, dict):
-        return {key: _resolve(item, reported) for key, item in value.items()}
+        return {key: resolve(item, reported) for key, item in value.items()}
     if isinstance(value, list):
-        return [_resolve(item, reported) for item in value]
+        return [resolve(item, reported) for item in value]
     return value
 
 
@@ -112,7 +113,7 @@ def apply_script(workspace: Path, script: dict[str, Any]) -> list[ToolEvent]:
     events: list[ToolEvent] = []
     for turn in script["turns"]:
         # The provider substitutes hashes when it answers, i.e. from results before this turn.
-        calls = [(call["name"], _resolve(call["arguments"], reported))
+        calls = [(call["name"], resolve(call["arguments"], reported))
                  for call in turn.get("toolCalls", [])]
         for name, args in calls:
             events.append(ToolEvent(name, args, _execute(workspace, name, args, reported)))
