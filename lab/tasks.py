@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from lab import paths
+from lab.actions import (OUTCOME, RecordCurrent, RecordsUnchanged, ci_gate_action, report_action, report_header,
+                         run_action, summary_action)
 from lab.errors import ConfigError, LabError
 
 DOIT_COMMANDS = frozenset({"auto", "clean", "dumpdb", "forget", "help", "ignore", "info", "list",
@@ -26,7 +28,6 @@ DOIT_COMMANDS = frozenset({"auto", "clean", "dumpdb", "forget", "help", "ignore"
 
 # Set by the ``lab`` CLI before it drives doit; None under the ``doit`` executable.
 REQUESTED: set[str] | None = None
-OUTCOME: dict[str, Any] = {}
 
 
 def run_graph(basename: str, overrides: Sequence[str]) -> int:
@@ -234,26 +235,8 @@ def task_ci() -> Iterator[dict[str, Any]]:
         yield from eval_tasks(prep, gate=False)
         summaries.append(f"ci:{prep.run_id}.summary")
     report_dirs = [p.store / "reports" / p.run_id for p in suites]
-    yield {"name": "gate", "actions": [(_ci_gate_action, [report_dirs, skipped])],
+    yield {"name": "gate", "actions": [(ci_gate_action, [report_dirs, skipped])],
            "task_dep": summaries, "uptodate": [False], "verbosity": 2}
-
-
-def _ci_gate_action(report_dirs: list[Path], skipped: list[tuple[str, str]]) -> Any:
-    from doit.exceptions import TaskError, TaskFailed
-
-    from lab.gatekeeper import ci_verdict
-
-    from lab.progress import display
-
-    code, text = ci_verdict(report_dirs, skipped)
-    display().stop()
-    print(text, flush=True)
-    OUTCOME.update(code=code)
-    if code == 2:
-        return TaskError("replay divergence", report=False)
-    if code == 1:
-        return TaskFailed("ci gate failed", report=False)
-    return None
 
 
 def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> Iterator[dict[str, Any]]:
@@ -264,7 +247,7 @@ def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> It
     start_eval(prep)
     yield from (run_task(prep, spec, always=always) for spec in prep.specs)
     yield report_task(prep)
-    yield {"name": f"{prep.run_id}.summary", "actions": [(_summary_action, [prep, prep.report_dir, gate])],
+    yield {"name": f"{prep.run_id}.summary", "actions": [(summary_action, [prep, prep.report_dir, gate])],
            "task_dep": [f"{prep.basename}:{prep.run_id}.report"], "uptodate": [False], "verbosity": 2}
 
 
@@ -296,7 +279,7 @@ def run_task(prep: Prepared, spec: Any, *, always: bool = False) -> dict[str, An
     target = prep.record_path(spec)
     force = always or prep.ctx.config.data["force"]
     inputs = run_inputs(prep, spec)
-    return {"name": _run_name(prep, spec), "actions": [(_run_action, [prep.ctx, spec, target, inputs])],
+    return {"name": _run_name(prep, spec), "actions": [(run_action, [prep.ctx, spec, target, inputs])],
             "targets": [str(target)], "uptodate": [False] if force else [RecordCurrent(target, inputs)],
             "meta": {"lab": "run", "events": prep.ctx.events,
                      "ident": {"taskId": spec.task_id, "repetition": spec.repetition, "seed": spec.seed}},
@@ -323,60 +306,15 @@ def run_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
     return inputs
 
 
-class RecordCurrent:
-    """doit uptodate check: the record exists and was made from these inputs."""
-
-    def __init__(self, target: Path, inputs: dict[str, Any]) -> None:
-        self.target = target
-        self.inputs = inputs
-
-    def __call__(self, task: Any, values: dict[str, Any]) -> bool:
-        import json
-
-        try:
-            record = json.loads(self.target.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return False
-        return isinstance(record, dict) and record.get("inputs") == self.inputs
-
-
 def report_task(prep: Prepared) -> dict[str, Any]:
     """The report over every planned run's record (missing ones count as not run)."""
     records = [prep.record_path(spec) for spec in prep.specs]
     header = report_header(prep)
     return {"name": f"{prep.run_id}.report",
-            "actions": [(_report_action, [prep, records, prep.report_dir, header])],
+            "actions": [(report_action, [prep, records, prep.report_dir, header])],
             "task_dep": [f"{prep.basename}:{_run_name(prep, spec)}" for spec in prep.specs],
             "targets": [str(prep.report_dir / "report.json")],
-            "uptodate": [_RecordsUnchanged(records, header)], "verbosity": 2}
-
-
-class _RecordsUnchanged:
-    """doit uptodate check: the report is current while its conditions and run records are.
-
-    Records may be missing (runs not executed after an eval was voided), so
-    they cannot be doit file_deps; their digest is compared instead.
-    """
-
-    def __init__(self, records: list[Path], header: dict[str, Any]) -> None:
-        self.records = records
-        self.header = header
-
-    def __call__(self, task: Any, values: dict[str, Any]) -> bool:
-        return bool(values.get("records") == records_digest(self.records, self.header))
-
-
-def records_digest(records: list[Path], header: dict[str, Any]) -> str:
-    """sha256 over the report's conditions and its records' paths and contents (``-`` if missing)."""
-    import hashlib
-
-    from lab.config import canonical_json
-
-    digest = hashlib.sha256(canonical_json(header).encode("utf-8"))
-    for path in records:
-        digest.update(str(path).encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest() if path.exists() else b"-")
-    return digest.hexdigest()
+            "uptodate": [RecordsUnchanged(records, header)], "verbosity": 2}
 
 
 def _run_name(prep: Prepared, spec: Any) -> str:
@@ -400,114 +338,3 @@ def _public_config(data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k not in {"progress", "json", "yes", "force", "out"}}
 
 
-def _run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> None:
-    from lab.files import write_json
-    from lab.progress import display
-    from lab.report import run_json_line
-    from lab.run import execute_run
-
-    ident = {"taskId": spec.task_id, "repetition": spec.repetition, "seed": spec.seed}
-    if ctx.voided or ctx.cancel.is_set():
-        ctx.events.emit("run_not_run", **ident, reason="voided" if ctx.voided else "cancelled")
-        return
-    ctx.events.emit("run_started", **ident)
-    try:
-        with ctx.running():
-            record = execute_run(ctx, spec)
-    except KeyboardInterrupt:
-        ctx.cancel.set()
-        ctx.events.emit("run_cancelled", **ident)
-        raise
-    if ctx.cancel.is_set():
-        ctx.events.emit("run_cancelled", **ident)
-        return  # no record: the next identical command runs it again
-    record["inputs"] = inputs
-    write_json(target, record)
-    ctx.events.emit("run_finished", **ident, status=record["status"])
-    if ctx.note_result(record):
-        ctx.events.emit("eval_voided", reason="three infrastructure errors in a row")
-    for warning in record.get("warnings", []):
-        if warning not in ctx.warned:
-            ctx.warned.add(warning)
-            print(f"warning: {warning}", file=sys.stderr, flush=True)
-    if ctx.config.data["json"]:
-        print(run_json_line(record), flush=True)
-        return
-    line = f"  {record['status']:<15} {spec.task_id} r{spec.repetition}  ({record['wallMs'] / 1000:.2f} s)"
-    if record.get("error"):
-        line += f"  {record['error'].get('kind')}: {record['error'].get('message')}"
-    if record.get("workspace"):
-        line += f"  workspace kept at {record['workspace']}"
-    display().run_finished(line, record["status"])
-
-
-def report_header(prep: Prepared) -> dict[str, Any]:
-    """The conditions a report states (SPEC: a number carries its conditions)."""
-    from lab.plan import harness_digest
-    from lab.run import HARNESS_VERSION
-
-    ctx = prep.ctx
-    provider, agent = ctx.config.data["provider"], ctx.config.data["agent"]
-    return {"runId": prep.run_id, "suiteId": ctx.suite.id, "suiteVersion": ctx.suite.version,
-            "suiteDigest": ctx.suite.digest, "harnessVersion": HARNESS_VERSION,
-            "harnessDigest": harness_digest(), "configHash": ctx.config_hash,
-            "variant": ctx.config.variant, "provider": provider["name"], "model": provider["model"],
-            "mode": ctx.config.mode, "k": prep.k, "seed": ctx.config.seed,
-            "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
-            "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs})}
-
-
-def _report_action(prep: Prepared, records: list[Path], report_dir: Path, header: dict[str, Any]) -> Any:
-    import json
-
-    from doit.exceptions import TaskFailed
-
-    from lab.report import build_report, write_report
-
-    ctx = prep.ctx
-    if ctx.cancel.is_set():
-        return TaskFailed("cancelled: no report published", report=False)
-    runs = [json.loads(p.read_text(encoding="utf-8")) for p in records if p.exists()]
-    doc = build_report({**header, "voided": len(runs) < len(records)}, runs)
-    write_report(report_dir, doc, runs)
-    ctx.events.emit("report_written", path=str(report_dir))
-    return {"records": records_digest(records, header)}
-
-
-def _summary_action(prep: Prepared, report_dir: Path, gate: bool = True) -> Any:
-    from doit.exceptions import TaskError, TaskFailed
-
-    from lab.progress import display
-    from lab.summary import summarise
-
-    code, text = summarise(report_dir)
-    out = prep.ctx.config.data["out"]
-    if out:  # every time, also when the report itself was up to date
-        from lab.files import copy_files
-
-        try:
-            copy_files(report_dir, Path(out).absolute())
-        except OSError as exc:
-            print(f"out: cannot write the report to {out}: {exc.strerror or exc}", file=sys.stderr)
-            return TaskFailed("out not writable", report=False)
-    prep.ctx.events.emit("eval_finished", exitCode=code, upToDate=display().skipped,
-                         executed=display().done)
-    if prep.ctx.config.data["json"]:
-        import json
-
-        doc = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
-        print(json.dumps(doc, ensure_ascii=False, separators=(",", ":")), flush=True)
-    else:
-        if gate:
-            display().stop()  # the last words of the eval: below the bar, which goes away
-        if display().skipped:
-            text = f"{display().skipped} run(s) up to date, not executed again\n{text}"
-        display().print(text)
-    OUTCOME.update(code=code, report_dir=str(report_dir))
-    if not gate:
-        return None
-    if code == 2:
-        return TaskError("replay divergence", report=False)
-    if code == 1:
-        return TaskFailed("runs could not be judged", report=False)
-    return None

@@ -143,7 +143,7 @@ def _compare_action(prepared: list[tuple[str, Any]], root: Path) -> Any:
 
     from lab.compare import compare_reports, write_comparison
     from lab.compare_markdown import render_comparison_markdown
-    from lab.tasks import OUTCOME
+    from lab.actions import OUTCOME
 
     from lab.files import copy_files
 

@@ -1,9 +1,8 @@
 """The harness's tools (SPEC H2): what the model may do in its workspace.
 
-Each tool has a name, a description and a JSON-schema for its arguments (sent
-to the model as a chat-completions ``tools`` entry) and declares its *effect*
-(``read``, ``write``, ``process``, ``external``, ``analysis``), which the
-policy (``lab.agent.policy``) grants or refuses. Every path goes through
+Each tool has a name, a description, a JSON-schema for its arguments (a
+chat-completions ``tools`` entry) and an *effect* (``read``, ``write``,
+``process``, ``external``, ``analysis``) the policy grants or refuses. Every path goes through
 ``lab.workspace.resolve_inside``; every misuse becomes an observation
 ``error: <message>`` for the model, never an exception out of ``run_tool``.
 
@@ -231,6 +230,7 @@ def _page(chosen: list[str], start: int, total: int, limit: int) -> str:
 def _write_bytes(rel: str, target: Path, data: bytes) -> None:
     if target.is_dir():
         raise ToolError(f"{rel!r} is a directory")
+    _require_regular(target, rel)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
@@ -244,7 +244,6 @@ def _written(ctx: ToolContext, target: Path, data: bytes) -> ToolResult:
 
 def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     target = resolve_inside(ctx.workspace, args["path"])
-    _require_regular(target, args["path"])
     data = args["content"].encode("utf-8")
     _write_bytes(args["path"], target, data)
     return _written(ctx, target, data)
