@@ -319,17 +319,6 @@ def _unknown_keys(data: Any, schema: dict[str, Any], prefix: str = "") -> list[s
     return found
 
 
-def validate_config(data: dict[str, Any]) -> None:
-    """Check ranges and cross-field rules; list every problem at once.
-
-    Raises:
-        ConfigError: one line per problem, each naming the key.
-    """
-    problems = config_problems(data)
-    if problems:
-        raise ConfigError("\n".join(problems))
-
-
 def config_problems(data: dict[str, Any]) -> list[str]:
     """Range and cross-field problems of resolved config ``data`` (JSON Schema + rules below)."""
     import jsonschema

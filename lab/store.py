@@ -93,32 +93,8 @@ def resolve_report(ref: str, data: Path) -> Path:
     raise ReportError(f"{ref}: no such report file, directory or run id (run store {data})")
 
 
-# What comparing and exporting rely on. Deliberately narrower than report.schema.json, so a
-# report written by an older lab of the same schemaVersion (fewer optional blocks) still reads.
-REPORT_SHAPE: dict[str, Any] = {
-    "type": "object",
-    "required": ["schemaVersion", "header", "tasks", "runs"],
-    "properties": {
-        "schemaVersion": {"const": REPORT_SCHEMA_VERSION},
-        "header": {"type": "object", "required": ["suiteId", "suiteVersion", "mode", "k"],
-                   "properties": {"suiteId": {"type": "string"}, "suiteVersion": {"type": "string"},
-                                  "k": {"type": "integer", "minimum": 1}}},
-        "tasks": {"type": "array", "items": {
-            "type": "object", "required": ["taskId", "runs", "judged", "passes", "errors"],
-            "properties": {"taskId": {"type": "string"}, "runs": {"type": "integer", "minimum": 0},
-                           "judged": {"type": "integer", "minimum": 0},
-                           "passes": {"type": "integer", "minimum": 0},
-                           "errors": {"type": "integer", "minimum": 0}}}},
-        "runs": {"type": "array", "items": {
-            "type": "object", "required": ["taskId", "repetition", "status"],
-            "properties": {"taskId": {"type": "string"}, "repetition": {"type": "integer", "minimum": 0},
-                           "status": {"enum": ["pass", "fail", "budget_exceeded", "error"]}}}},
-    },
-}
-
-
 def read_report(path: Path) -> dict[str, Any]:
-    """Parse ``path`` and check it has the shape of a report (:data:`REPORT_SHAPE`).
+    """Parse ``path`` and check it against the report schema (``lab/schemas/report.schema.json``).
 
     Raises:
         ReportError: unreadable, not JSON, or not a report; names the file
