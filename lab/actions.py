@@ -16,22 +16,26 @@ from typing import Any
 OUTCOME: dict[str, Any] = {}
 
 
-def ci_gate_action(report_dirs: list[Path], skipped: list[tuple[str, str]]) -> Any:
+def exit_with(code: int) -> Any:
+    """What a final action returns so doit exits with ``code`` (0, 1 or 2), silently."""
     from doit.exceptions import TaskError, TaskFailed
 
-    from lab.gatekeeper import ci_verdict
+    if code == 2:
+        return TaskError("replay divergence", report=False)  # doit: exit 2
+    if code == 1:
+        return TaskFailed("failed", report=False)  # doit: exit 1
+    return None
 
+
+def ci_gate_action(report_dirs: list[Path], skipped: list[tuple[str, str]]) -> Any:
+    from lab.gatekeeper import ci_verdict
     from lab.progress import display
 
     code, text = ci_verdict(report_dirs, skipped)
     display().stop()
     print(text, flush=True)
     OUTCOME.update(code=code)
-    if code == 2:
-        return TaskError("replay divergence", report=False)
-    if code == 1:
-        return TaskFailed("ci gate failed", report=False)
-    return None
+    return exit_with(code)
 
 
 class RecordCurrent:
@@ -154,7 +158,7 @@ def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict
 
 
 def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
-    from doit.exceptions import TaskError, TaskFailed
+    from doit.exceptions import TaskFailed
 
     from lab.progress import display
     from lab.summary import summarise
@@ -185,8 +189,4 @@ def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
     OUTCOME.update(code=code, report_dir=str(report_dir))
     if not gate:
         return None
-    if code == 2:
-        return TaskError("replay divergence", report=False)
-    if code == 1:
-        return TaskFailed("runs could not be judged", report=False)
-    return None
+    return exit_with(code)
