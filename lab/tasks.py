@@ -164,6 +164,9 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     tasks = select_tasks(suite, list(config.data["tasks"]))
     check_grants(tasks, config, suite.id)
     cassettes = paths.from_root(config.data["cassette_dir"] or paths.CASSETTES_DIR)
+    if config.mode == "replay" and not any((cassettes / suite.id).glob("*.jsonl")):
+        raise ConfigError(f"replay: no cassettes for suite {suite.id} in {cassettes / suite.id} "
+                          f"(record them with `doit record suite={suite.id}`, or set cassette_dir=)")
     k = 1 if config.mode == "record" else config.k
     store = paths.data_dir() / suite.id / config.config_hash()[:12]
     subset = [t.id for t in tasks] if len(tasks) < len(suite.tasks) else None

@@ -96,3 +96,10 @@ def test_ci_fails_when_a_recorded_suite_lacks_a_cassette(tmp_path: Path) -> None
     result = run_cmd(["doit", "ci", f"cassette_dir={cassettes}"], tmp_path / "runs")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "edit-file" in result.stdout and "no cassette for this task" in result.stdout
+
+
+def test_replay_of_a_suite_without_cassettes_stops_before_any_run(tmp_path: Path) -> None:
+    result = run_cmd(["doit", "eval", "suite=long-context", "mode=replay"], tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith("replay: no cassettes for suite long-context in ")
+    assert not list(tmp_path.glob("*/*/runs"))
