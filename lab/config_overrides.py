@@ -155,6 +155,11 @@ def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_di
     detail = " ".join(str(chain[-1]).split("\n")[0].split())
     if merging:
         return f"config: bad value in override '{merging.group(1)}': {detail}"
+    if full_key:
+        return f"config: {full_key.group(1)}: {detail}"
+    if len(overrides) == 1:  # composed one override at a time: that one is the culprit
+        shown = overrides[0] if len(overrides[0]) <= 80 else overrides[0][:77] + "…"
+        return f"config: bad override '{shown}': {detail}"
     return f"config: {detail}"
 
 

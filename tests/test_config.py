@@ -93,3 +93,8 @@ def test_every_problem_is_listed_once_in_order() -> None:
 def test_an_option_name_that_reads_as_a_number_says_how_to_quote_it(value: str) -> None:
     with pytest.raises(ConfigError, match=f"suite={value}: the option name reads as a number or boolean; quote it"):
         compose_config([f"suite={value}"])
+
+
+def test_a_broken_interpolation_names_the_override() -> None:
+    with pytest.raises(ConfigError, match=r"provider.model.*Interpolation key 'nope' not found"):
+        compose_config(["provider.model=${nope}"])
