@@ -270,8 +270,8 @@ def test_gen_stress_bad_instances_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("args", "message"), [
     ([], "missing instances=N"),
     (["instances=0"], "instances must be a positive integer, got '0'"),
-    (["instances=2", "colour=red"], "unknown argument 'colour=red'"),
-    (["instances=2", "force=maybe"], "force must be true or false, got 'maybe'"),
+    (["instances=2", "colour=red"], "unknown option 'colour'"),
+    (["instances=2", "force=maybe"], "force: expected true or false, got 'maybe'"),
 ])
 def test_gen_stress_usage_errors(args: list[str], message: str, tmp_path: Path,
                                  capsys: pytest.CaptureFixture[str]) -> None:

@@ -10,7 +10,6 @@ suite id or version).
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,30 +22,29 @@ OPTIONS = ("json", "tolerance", "max_token_increase")
 
 def admit(args: list[str]) -> int:
     """Run ``lab admit``; returns the exit code (module docstring)."""
+    from lab.cli.options import guarded
+
+    return guarded("admit", lambda: _admit(args))
+
+
+def _admit(args: list[str]) -> int:
     from lab import paths
     from lab.admit import DEFAULT_MAX_TOKEN_INCREASE, admit as apply_rule
     from lab.cli.options import flag, fraction, split_args
-    from lab.compare import DEFAULT_TOLERANCE, IncompatibleReports
-    from lab.errors import ConfigError, LabError
+    from lab.compare import DEFAULT_TOLERANCE
+    from lab.errors import ConfigError
     from lab.files import dumps_json
     from lab.store import load_report
 
-    try:
-        refs, options = split_args(args, OPTIONS)
-        if len(refs) not in (2, 4):
-            raise ConfigError(f"expected two or four reports, got {len(refs)}; {USAGE}")
-        as_json = flag(options, "json")
-        tolerance = fraction(options, "tolerance", DEFAULT_TOLERANCE)
-        max_rise = fraction(options, "max_token_increase", DEFAULT_MAX_TOKEN_INCREASE, below_one=False)
-        docs = [load_report(ref, paths.data_dir()).doc for ref in refs]
-        repeat = (docs[2], docs[3]) if len(docs) == 4 else None
-        result = apply_rule(docs[0], docs[1], repeat, tolerance=tolerance, max_token_increase=max_rise)
-    except IncompatibleReports as exc:
-        print(f"lab admit: {exc}", file=sys.stderr)
-        return 3
-    except LabError as exc:
-        print(f"lab admit: {exc}", file=sys.stderr)
-        return 1
+    refs, options = split_args(args, OPTIONS)
+    if len(refs) not in (2, 4):
+        raise ConfigError(f"expected two or four reports, got {len(refs)}; {USAGE}")
+    as_json = flag(options, "json")
+    tolerance = fraction(options, "tolerance", DEFAULT_TOLERANCE)
+    max_rise = fraction(options, "max_token_increase", DEFAULT_MAX_TOKEN_INCREASE, below_one=False)
+    docs = [load_report(ref, paths.data_dir()).doc for ref in refs]
+    repeat = (docs[2], docs[3]) if len(docs) == 4 else None
+    result = apply_rule(docs[0], docs[1], repeat, tolerance=tolerance, max_token_increase=max_rise)
     if as_json:
         print(dumps_json(result.to_json()), end="")
     else:

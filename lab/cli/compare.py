@@ -11,7 +11,6 @@ invalid report, 3 incompatible reports (different suite id or version).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 USAGE = "usage: lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]"
@@ -20,39 +19,32 @@ OPTIONS = ("json", "out", "tolerance")
 
 def compare(args: list[str]) -> int:
     """Run ``lab compare``; returns the exit code (module docstring)."""
+    from lab.cli.options import guarded
+
+    return guarded("compare", lambda: _compare(args))
+
+
+def _compare(args: list[str]) -> int:
     from lab import paths
     from lab.cli.options import flag, fraction, split_args
-    from lab.compare import DEFAULT_TOLERANCE, IncompatibleReports, compare_reports, \
-        render_comparison_markdown, write_comparison
-    from lab.errors import ConfigError, LabError
+    from lab.compare import DEFAULT_TOLERANCE, compare_reports, render_comparison_markdown, write_comparison
+    from lab.errors import ConfigError
     from lab.files import dumps_json
     from lab.store import load_report
 
-    options: dict[str, str] = {}
-    md_path = None
-    try:
-        refs, options = split_args(args, OPTIONS)
-        if len(refs) != 2:
-            raise ConfigError(f"expected two reports, got {len(refs)}; {USAGE}")
-        as_json = flag(options, "json")
-        tolerance = fraction(options, "tolerance", DEFAULT_TOLERANCE)
-        base, cand = (load_report(ref, paths.data_dir()) for ref in refs)
-        doc = compare_reports(base.doc, cand.doc, tolerance=tolerance)
-        if options.get("out"):
-            _, md_path = write_comparison(Path(options["out"]).absolute(), doc)
-    except IncompatibleReports as exc:
-        print(f"lab compare: {exc}", file=sys.stderr)
-        return 3
-    except LabError as exc:
-        print(f"lab compare: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"lab compare: cannot write {options.get('out')}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+    refs, options = split_args(args, OPTIONS)
+    if len(refs) != 2:
+        raise ConfigError(f"expected two reports, got {len(refs)}; {USAGE}")
+    as_json = flag(options, "json")
+    tolerance = fraction(options, "tolerance", DEFAULT_TOLERANCE)
+    base, cand = (load_report(ref, paths.data_dir()) for ref in refs)
+    doc = compare_reports(base.doc, cand.doc, tolerance=tolerance)
     if as_json:
         print(dumps_json(doc), end="")
-    elif md_path is not None:
-        print(f"comparison: {md_path} (verdict: {doc['aggregate']['verdict']})")
-    else:
+    if options.get("out"):
+        _, md_path = write_comparison(Path(options["out"]).absolute(), doc)
+        if not as_json:
+            print(f"comparison: {md_path} (verdict: {doc['aggregate']['verdict']})")
+    elif not as_json:
         print(render_comparison_markdown(doc), end="")
     return 0

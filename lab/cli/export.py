@@ -11,7 +11,6 @@ Exit codes: 0 written; 1 refused (a secret, an existing file without
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 USAGE = "usage: lab export RUN_ID out=FILE [force=true]"
@@ -20,25 +19,23 @@ OPTIONS = ("out", "force")
 
 def export(args: list[str]) -> int:
     """Run ``lab export``; returns the exit code (module docstring)."""
+    from lab.cli.options import guarded
+
+    return guarded("export", lambda: _export(args))
+
+
+def _export(args: list[str]) -> int:
     from lab import paths
     from lab.cli.options import flag, split_args
-    from lab.errors import ConfigError, LabError
+    from lab.errors import ConfigError
     from lab.export import export_run
 
-    options: dict[str, str] = {}
-    try:
-        ids, options = split_args(args, OPTIONS)
-        if len(ids) != 1:
-            raise ConfigError(f"expected one RUN_ID, got {len(ids)}; {USAGE}")
-        if not options.get("out"):
-            raise ConfigError(f"out=FILE is required; {USAGE}")
-        result = export_run(ids[0], Path(options["out"]).absolute(), data=paths.data_dir(), env=os.environ,
-                            force=flag(options, "force"))
-    except LabError as exc:
-        print(f"lab export: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"lab export: cannot write {options.get('out')}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+    ids, options = split_args(args, OPTIONS)
+    if len(ids) != 1:
+        raise ConfigError(f"expected one RUN_ID, got {len(ids)}; {USAGE}")
+    if not options.get("out"):
+        raise ConfigError(f"out=FILE is required; {USAGE}")
+    result = export_run(ids[0], Path(options["out"]).absolute(), data=paths.data_dir(), env=os.environ,
+                        force=flag(options, "force"))
     print(f"exported {ids[0]} to {result.out} ({result.runs} runs, {result.size_bytes} bytes)")
     return 0

@@ -8,10 +8,9 @@ replaced only with ``force=true`` and only if gen-stress wrote it.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from lab.errors import ConfigError, LabError
+from lab.errors import ConfigError
 
 DEFAULT_OUT = "long-context-stress-generated"
 _USAGE = "expected instances=N [out=DIR] [force=true]"
@@ -19,38 +18,34 @@ _USAGE = "expected instances=N [out=DIR] [force=true]"
 
 def _parse(overrides: list[str]) -> tuple[int, Path, bool]:
     """(instances, out dir, force) from ``key=value`` arguments; ConfigError names the bad one."""
-    given: dict[str, str] = {}
-    for arg in overrides:
-        key, sep, value = arg.partition("=")
-        if not sep or key not in {"instances", "out", "force"}:
-            raise ConfigError(f"unknown argument {arg!r}; {_USAGE}")
-        if key in given:
-            raise ConfigError(f"{key} given twice; {_USAGE}")
-        given[key] = value
+    from lab.cli.options import flag, split_args
+
+    stray, given = split_args(overrides, ("instances", "out", "force"))
+    if stray:
+        raise ConfigError(f"unexpected argument {stray[0]!r}; {_USAGE}")
     if "instances" not in given:
         raise ConfigError(f"missing instances=N; {_USAGE}")
     raw = given["instances"]
     if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
         raise ConfigError(f"instances must be a positive integer, got {raw!r}")
-    force = given.get("force", "false").lower()
-    if force not in {"true", "false"}:
-        raise ConfigError(f"force must be true or false, got {given['force']!r}")
     out = given.get("out", DEFAULT_OUT)
     if not out:
         raise ConfigError("out must not be empty")
-    return int(raw), Path(out).expanduser(), force == "true"
+    return int(raw), Path(out).expanduser(), flag(given, "force")
 
 
 def gen_stress(overrides: list[str]) -> int:
     """Entry point of ``lab gen-stress``; returns 0, or 1 with one line on stderr."""
+    from lab.cli.options import guarded
+
+    return guarded("gen-stress", lambda: _gen_stress(overrides))
+
+
+def _gen_stress(overrides: list[str]) -> int:
     from lab.stress import write_suite
 
-    try:
-        count, out, force = _parse(overrides)
-        written = write_suite(out, count, force=force)
-    except (LabError, OSError) as exc:
-        print(f"lab gen-stress: {exc}", file=sys.stderr)
-        return 1
+    count, out, force = _parse(overrides)
+    written = write_suite(out, count, force=force)
     print(f"wrote {count} chain-walk-rules instance(s) to {written}; run them with "
           f"`lab run suite.id=long-context-stress-generated suite.path={written} yes=true`")
     return 0

@@ -1,8 +1,15 @@
-"""Arguments of the sharing commands (compare, admit, export): positionals and ``key=value`` options."""
+"""Arguments and errors of the small commands (compare, admit, export, gate, gen-stress).
+
+Positionals and ``key=value`` options are split by :func:`split_args`;
+:func:`guarded` turns the lab's errors into one line on stderr and the SPEC
+exit code, so no command prints a traceback for a user mistake.
+"""
 
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable
 
 from lab.errors import ConfigError
 
@@ -65,3 +72,26 @@ def fraction(options: dict[str, str], key: str, default: float, *, below_one: bo
     if not value >= 0 or (below_one and not value < 1) or value == float("inf"):
         raise ConfigError(f"{key}: expected {expected}, got {options[key]!r}")
     return value
+
+
+def guarded(command: str, body: Callable[[], int]) -> int:
+    """Run ``body`` and return its exit code; a user error becomes one line on stderr.
+
+    Exit codes: IncompatibleReports → 3; any other LabError, or an OSError
+    (a path that cannot be read or written) → 1.
+    """
+    from lab.compare import IncompatibleReports
+    from lab.errors import LabError
+
+    try:
+        return body()
+    except IncompatibleReports as exc:
+        print(f"lab {command}: {exc}", file=sys.stderr)
+        return 3
+    except LabError as exc:
+        print(f"lab {command}: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"lab {command}: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
