@@ -13,10 +13,10 @@ override, so a typo (``kk=5``) is an error naming the key, not ignored.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lab import paths
 from lab.actions import (OUTCOME, RecordCurrent, RecordsUnchanged, ci_gate_action, report_action, report_header,
@@ -25,6 +25,8 @@ from lab.errors import ConfigError, LabError
 
 DOIT_COMMANDS = frozenset({"auto", "clean", "dumpdb", "forget", "help", "ignore", "info", "list",
                            "reset-dep", "run", "strace", "tabcompletion"})
+
+T = TypeVar("T")
 
 # Set by the ``lab`` CLI before it drives doit; None under the ``doit`` executable.
 REQUESTED: set[str] | None = None
@@ -197,47 +199,47 @@ def _usage_error(message: str) -> Any:
     return TaskFailed(message, report=False)
 
 
-def task_eval() -> Iterator[dict[str, Any]]:
-    """Run a suite k times per task and build its report (doit eval suite=… k=… mode=…)."""
-    if not requested("eval"):
+def creator(basename: str, plan: Callable[[], T], build: Callable[[T], Iterator[dict[str, Any]]],
+            *, prefix: str = "") -> Iterator[dict[str, Any]]:
+    """The shape of every task creator: nothing unless ``basename`` was asked for;
+    ``plan()`` composes and checks everything up front, and a LabError it raises
+    becomes a one-line usage error (exit 1) before anything runs."""
+    if not requested(basename):
         return
     try:
-        prep = prepare(cmdline_overrides())
+        planned = plan()
     except LabError as exc:
-        yield from usage_error_tasks("eval", str(exc))
+        yield from usage_error_tasks(basename, f"{prefix}{exc}")
         return
-    yield from eval_tasks(prep)
+    yield from build(planned)
+
+
+def task_eval() -> Iterator[dict[str, Any]]:
+    """Run a suite k times per task and build its report (doit eval suite=… k=… mode=…)."""
+    yield from creator("eval", lambda: prepare(cmdline_overrides()), eval_tasks)
 
 
 def task_record() -> Iterator[dict[str, Any]]:
     """Record cassettes for a suite with the configured provider (doit record suite=…)."""
-    if not requested("record"):
-        return
-    try:
-        prep = prepare(cmdline_overrides(), mode="record", basename="record")
-    except LabError as exc:
-        yield from usage_error_tasks("record", str(exc))
-        return
-    yield from eval_tasks(prep, always=True)
+    yield from creator("record", lambda: prepare(cmdline_overrides(), mode="record", basename="record"),
+                       lambda prep: eval_tasks(prep, always=True))
 
 
 def task_ci() -> Iterator[dict[str, Any]]:
     """Replay every bundled cassette; exit 2 on a divergence, 1 on a failure (doit ci [out=DIR])."""
-    if not requested("ci"):
-        return
     from lab.gatekeeper import plan_ci
 
-    try:
-        suites, skipped = plan_ci(cmdline_overrides())
-    except LabError as exc:
-        yield from usage_error_tasks("ci", str(exc))
-        return
+    yield from creator("ci", lambda: plan_ci(cmdline_overrides()), lambda planned: ci_tasks(*planned))
+
+
+def ci_tasks(suites: list[Prepared], skipped: list[tuple[str, str]]) -> Iterator[dict[str, Any]]:
+    """Every recorded suite's replay (printing, not gating), then one gate over them all."""
     summaries = []
     for prep in suites:
         prep.basename = "ci"
         yield from eval_tasks(prep, gate=False)
         summaries.append(f"ci:{prep.run_id}.summary")
-    report_dirs = [p.store / "reports" / p.run_id for p in suites]
+    report_dirs = [p.report_dir for p in suites]
     yield {"name": "gate", "actions": [(ci_gate_action, [report_dirs, skipped])],
            "task_dep": summaries, "uptodate": [False], "verbosity": 2}
 

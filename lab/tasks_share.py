@@ -24,7 +24,7 @@ from typing import Any
 
 from lab import paths
 from lab.errors import ConfigError, LabError
-from lab.tasks import cmdline_overrides, requested, usage_error_tasks
+from lab.tasks import cmdline_overrides, creator
 
 COMPARE_VARS = ("base", "cand", "out", "tolerance")
 EXPORT_VARS = ("run", "out", "force")
@@ -48,13 +48,10 @@ def _variables(allowed: tuple[str, ...], required: tuple[str, ...], usage: str) 
 
 def task_compare() -> Iterator[dict[str, Any]]:
     """Compare two reports into comparison.json/.md (doit compare base=… cand=… [out=DIR] [tolerance=…])."""
-    if not requested("compare"):
-        return
-    try:
-        spec = _compare_spec()
-    except LabError as exc:
-        yield from usage_error_tasks("compare", f"doit compare: {exc}")
-        return
+    yield from creator("compare", _compare_spec, _compare_tasks, prefix="doit compare: ")
+
+
+def _compare_tasks(spec: tuple[Path, Path, Path, float, str]) -> Iterator[dict[str, Any]]:
     from doit.tools import config_changed
 
     from lab.compare import COMPARISON_SCHEMA_VERSION
@@ -101,13 +98,10 @@ def _compare_action(base: Path, cand: Path, out_dir: Path, tolerance: float) -> 
 
 def task_export() -> Iterator[dict[str, Any]]:
     """Export one run as a scrubbed, secret-checked JSON bundle (doit export run=ID out=FILE [force=true])."""
-    if not requested("export"):
-        return
-    try:
-        run_id, out, force, report_dir = _export_spec()
-    except LabError as exc:
-        yield from usage_error_tasks("export", f"doit export: {exc}")
-        return
+    yield from creator("export", _export_spec, lambda spec: _export_tasks(*spec), prefix="doit export: ")
+
+
+def _export_tasks(run_id: str, out: Path, force: bool, report_dir: Path) -> Iterator[dict[str, Any]]:
     from doit.tools import config_changed
 
     from lab.export import BUNDLE_SCHEMA_VERSION

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lab import paths
-from lab.errors import ConfigError, LabError
+from lab.errors import ConfigError
 
 PLAIN = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -112,16 +112,10 @@ def interleaved(prepared: list[tuple[str, Any]]) -> Iterator[tuple[str, Any, Any
 
 def task_variants() -> Iterator[dict[str, Any]]:
     """Run variants interleaved over the same runs and compare them (doit variants suite=… variant=a,b)."""
-    from lab.tasks import cmdline_overrides, requested, usage_error_tasks
+    from lab.tasks import cmdline_overrides, creator
 
-    if not requested("variants"):
-        return
-    try:
-        prepared, root = prepare_variants(cmdline_overrides())
-    except LabError as exc:
-        yield from usage_error_tasks("variants", str(exc))
-        return
-    yield from variant_tasks(prepared, root)
+    yield from creator("variants", lambda: prepare_variants(cmdline_overrides()),
+                       lambda planned: variant_tasks(*planned))
 
 
 def variant_tasks(prepared: list[tuple[str, Any]], root: Path) -> Iterator[dict[str, Any]]:
