@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: eval test ci typecheck record-bundled clean
+.PHONY: eval test ci typecheck lint record-bundled clean
 RECORDED := $(notdir $(wildcard cassettes/*))
 
 $(BIN)/python:
@@ -26,6 +26,11 @@ test: $(STAMP)
 ## typecheck: mypy --strict over the library
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict lab
+
+## lint: import-layer contracts (import-linter, see pyproject.toml) and ruff
+lint: $(STAMP)
+	$(BIN)/lint-imports
+	$(BIN)/ruff check lab tests dodo.py benchmarks
 
 ## ci: replay every bundled cassette; exit 2 on a divergence, 1 on a failed task
 ci: $(STAMP)

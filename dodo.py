@@ -1,11 +1,12 @@
 """doit entry point: `doit eval suite=… k=… mode=…`, `record`, `ci`, `variants`, `compare`, `export`.
 
-Task creators live in lab.tasks; this file only wires them up.
+The task creators live in lab.build; this file only wires them up.
 """
 
-from lab.tasks import doit_config, task_ci, task_eval, task_record
-from lab.tasks_share import task_compare, task_export
-from lab.variants import task_variants
+from lab.build.ci import task_ci
+from lab.build.compare_export import task_compare, task_export
+from lab.build.graph import doit_config, task_eval, task_record
+from lab.build.variants import task_variants
 
 DOIT_CONFIG = doit_config()
 

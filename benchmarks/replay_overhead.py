@@ -19,9 +19,9 @@ import time
 def main() -> None:
     reps = int(sys.argv[1]) if len(sys.argv) > 1 else 3
     os.environ["LAB_DATA_DIR"] = tempfile.mkdtemp()
-    from lab.plan import RunSpec
-    from lab.run import execute_run
-    from lab.tasks import prepare
+    from lab.build.graph import prepare
+    from lab.execute.plan import RunSpec
+    from lab.execute.run import execute_run
 
     overheads, totals = [], []
     for suite in ("smoke-coding", "core", "holdout", "tool-sequences"):

@@ -1,6 +1,6 @@
 """The actions doit runs for an eval: one run, the report, the summary, the CI gate.
 
-``lab.tasks`` builds the task graph; these functions are what its tasks
+``lab.build.graph`` builds the task graph; these functions are what its tasks
 execute. Each returns None on success, or doit's ``TaskFailed`` (exit 1) /
 ``TaskError`` (exit 2, replay divergence) with ``report=False``: the lab has
 already printed its one-line reason.
@@ -28,8 +28,8 @@ def exit_with(code: int) -> Any:
 
 
 def ci_gate_action(report_dirs: list[Path], skipped: list[tuple[str, str]]) -> Any:
-    from lab.gatekeeper import ci_verdict
-    from lab.progress import display
+    from lab.compare.gate import ci_verdict
+    from lab.execute.progress import display
 
     code, text = ci_verdict(report_dirs, skipped)
     display().stop()
@@ -74,7 +74,7 @@ def records_digest(records: list[Path], header: dict[str, Any]) -> str:
     """sha256 over the report's conditions and its records' paths and contents (``-`` if missing)."""
     import hashlib
 
-    from lab.config import canonical_json
+    from lab.canonical import canonical_json
 
     digest = hashlib.sha256(canonical_json(header).encode("utf-8"))
     for path in records:
@@ -84,10 +84,10 @@ def records_digest(records: list[Path], header: dict[str, Any]) -> str:
 
 
 def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> None:
+    from lab.execute.progress import display
+    from lab.execute.run import execute_run
     from lab.files import write_json
-    from lab.progress import display
     from lab.report import run_json_line
-    from lab.run import execute_run
 
     ident = {"taskId": spec.task_id, "repetition": spec.repetition, "seed": spec.seed}
     if ctx.voided or ctx.cancel.is_set():
@@ -126,8 +126,8 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Non
 
 def report_header(prep: Any) -> dict[str, Any]:
     """The conditions a report states (SPEC: a number carries its conditions)."""
-    from lab.plan import harness_digest
-    from lab.run import HARNESS_VERSION
+    from lab.execute.plan import harness_digest
+    from lab.execute.run import HARNESS_VERSION
 
     ctx = prep.ctx
     provider, agent = ctx.config.data["provider"], ctx.config.data["agent"]
@@ -160,8 +160,8 @@ def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict
 def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
     from doit.exceptions import TaskFailed
 
-    from lab.progress import display
-    from lab.summary import summarise
+    from lab.execute.progress import display
+    from lab.report.closing import summarise
 
     code, text = summarise(report_dir)
     out = prep.ctx.config.data["out"]

@@ -9,13 +9,13 @@ replay is clean and passes. Suites without cassettes are listed as skipped.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tabulate import tabulate
-
 from lab import paths
+from lab.build.actions import ci_gate_action
+from lab.build.graph import Prepared, cmdline_overrides, creator, eval_tasks, prepare
 from lab.errors import ConfigError
 
 
@@ -32,8 +32,6 @@ def plan_ci(overrides: list[str]) -> tuple[list[Any], list[tuple[str, str]]]:
     Raises:
         ConfigError: an override other than those; SuiteError: a bad suite.
     """
-    from lab.tasks import prepare
-
     allowed = {"out", "jobs", "progress", "json", "cassette_dir"}
     given = dict(o.split("=", 1) for o in overrides)
     unknown = sorted(set(given) - allowed)
@@ -56,22 +54,18 @@ def plan_ci(overrides: list[str]) -> tuple[list[Any], list[tuple[str, str]]]:
     return prepared, skipped
 
 
-def ci_verdict(report_dirs: list[Path], skipped: list[tuple[str, str]]) -> tuple[int, str]:
-    """(exit code, table) over the replayed suites' reports."""
-    rows, code = [], 0
-    for report_dir in report_dirs:
-        doc = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
-        s = doc["summary"]
-        failed = s["judged"] - s["passes"]
-        status = "diverged" if s["divergences"] else ("failed" if failed or s["errors"] else "ok")
-        code = max(code, 2 if s["divergences"] else (1 if status == "failed" else 0))
-        rows.append((doc["header"]["suiteId"], s["runs"], s["passes"], failed, s["errors"], s["divergences"], status))
-    rows += [(suite_id, "—", "—", "—", "—", "—", f"skipped: {why}") for suite_id, why in skipped]
-    if not report_dirs:
-        code = 1
-    table = tabulate(rows, headers=["suite", "replayed", "passed", "failed", "errors", "divergences", "status"],
-                     tablefmt="simple")
-    verdict = {0: "ci: every cassette replays cleanly and passes",
-               1: "ci: FAILED: a replayed task failed or errored" if report_dirs else "ci: FAILED: nothing was replayed",
-               2: "ci: FAILED: replay diverged from a recording (the harness changed what it sends)"}[code]
-    return code, f"{table}\n{verdict}"
+def task_ci() -> Iterator[dict[str, Any]]:
+    """Replay every bundled cassette; exit 2 on a divergence, 1 on a failure (doit ci [out=DIR])."""
+    yield from creator("ci", lambda: plan_ci(cmdline_overrides()), lambda planned: ci_tasks(*planned))
+
+
+def ci_tasks(suites: list[Prepared], skipped: list[tuple[str, str]]) -> Iterator[dict[str, Any]]:
+    """Every recorded suite's replay (printing, not gating), then one gate over them all."""
+    summaries = []
+    for prep in suites:
+        prep.basename = "ci"
+        yield from eval_tasks(prep, gate=False)
+        summaries.append(f"ci:{prep.run_id}.summary")
+    report_dirs = [p.report_dir for p in suites]
+    yield {"name": "gate", "actions": [(ci_gate_action, [report_dirs, skipped])],
+           "task_dep": summaries, "uptodate": [False], "verbosity": 2}

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from lab import paths
+from lab.build.graph import cmdline_overrides, creator
 from lab.errors import ConfigError, LabError
-from lab.tasks import cmdline_overrides, creator
 
 COMPARE_VARS = ("base", "cand", "out", "tolerance")
 EXPORT_VARS = ("run", "out", "force")
@@ -54,7 +54,7 @@ def task_compare() -> Iterator[dict[str, Any]]:
 def _compare_tasks(spec: tuple[Path, Path, Path, float, str]) -> Iterator[dict[str, Any]]:
     from doit.tools import config_changed
 
-    from lab.compare import COMPARISON_SCHEMA_VERSION
+    from lab.compare.verdicts import COMPARISON_SCHEMA_VERSION
 
     base, cand, out_dir, tolerance, name = spec
     yield {"name": name, "actions": [(_compare_action, [base, cand, out_dir, tolerance])],
@@ -66,8 +66,8 @@ def _compare_tasks(spec: tuple[Path, Path, Path, float, str]) -> Iterator[dict[s
 
 def _compare_spec() -> tuple[Path, Path, Path, float, str]:
     """(base report.json, cand report.json, out dir, tolerance, task name) from the variables."""
-    from lab.cli.options import fraction
-    from lab.compare import DEFAULT_TOLERANCE
+    from lab.compare.verdicts import DEFAULT_TOLERANCE
+    from lab.config.options import fraction
     from lab.store import read_report, resolve_report
 
     variables = _variables(COMPARE_VARS, ("base", "cand"), "doit compare base=A cand=B [out=DIR] [tolerance=0.05]")
@@ -83,7 +83,7 @@ def _compare_spec() -> tuple[Path, Path, Path, float, str]:
 def _compare_action(base: Path, cand: Path, out_dir: Path, tolerance: float) -> Any:
     from doit.exceptions import TaskFailed
 
-    from lab.compare import compare_reports, write_comparison
+    from lab.compare.verdicts import compare_reports, write_comparison
     from lab.store import read_report
 
     try:
@@ -104,7 +104,7 @@ def task_export() -> Iterator[dict[str, Any]]:
 def _export_tasks(run_id: str, out: Path, force: bool, report_dir: Path) -> Iterator[dict[str, Any]]:
     from doit.tools import config_changed
 
-    from lab.export import BUNDLE_SCHEMA_VERSION
+    from lab.export.bundle import BUNDLE_SCHEMA_VERSION
 
     yield {"name": run_id, "actions": [(_export_action, [run_id, out, force])],
            "file_dep": [str(report_dir / name) for name in ("report.json", "runs.jsonl", "report.md")],
@@ -115,7 +115,7 @@ def _export_tasks(run_id: str, out: Path, force: bool, report_dir: Path) -> Iter
 
 def _export_spec() -> tuple[str, Path, bool, Path]:
     """(run id, out file, force, report dir) from the variables."""
-    from lab.cli.options import flag
+    from lab.config.options import flag
     from lab.store import find_run
 
     variables = _variables(EXPORT_VARS, ("run", "out"), "doit export run=RUN_ID out=FILE [force=true]")
@@ -126,7 +126,7 @@ def _export_spec() -> tuple[str, Path, bool, Path]:
 def _export_action(run_id: str, out: Path, force: bool) -> Any:
     from doit.exceptions import TaskFailed
 
-    from lab.export import export_run
+    from lab.export.bundle import export_run
 
     try:
         result = export_run(run_id, out, data=paths.data_dir(), env=os.environ, force=force)

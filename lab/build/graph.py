@@ -1,7 +1,10 @@
-"""doit task creators: every run record and report is a file target (SPEC X4).
+"""The doit graph of one eval: every run record and report is a file target (SPEC X4).
 
-``dodo.py`` re-exports these creators; ``lab run`` drives the same graph
-through doit's API, so both share results on disk. Each run record is a
+``prepare`` composes the configuration once, loads the suite and plans the
+runs; ``eval_tasks`` yields one task per run record, the report and the
+closing summary. ``dodo.py`` exposes the creators (see
+:mod:`lab.build.commands`); ``lab run`` drives the same graph through doit's
+API, so both share results on disk. Each run record is a
 target keyed by its inputs (config hash, harness digest, suite digest, task,
 base seed, repetition, and in replay the cassette file): an unchanged input
 set is up to date and never executed again.
@@ -13,14 +16,13 @@ override, so a typo (``kk=5``) is an error naming the key, not ignored.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from lab import paths
-from lab.actions import (OUTCOME, RecordCurrent, RecordsUnchanged, ci_gate_action, report_action, report_header,
-                         run_action, summary_action)
+from lab.build.actions import RecordCurrent, RecordsUnchanged, report_action, report_header, run_action, summary_action
 from lab.errors import ConfigError, LabError
 
 DOIT_COMMANDS = frozenset({"auto", "clean", "dumpdb", "forget", "help", "ignore", "info", "list",
@@ -32,54 +34,6 @@ T = TypeVar("T")
 REQUESTED: set[str] | None = None
 
 
-def run_graph(basename: str, overrides: Sequence[str]) -> int:
-    """Run doit task ``basename`` in this process, as ``doit BASENAME OVERRIDES…`` would.
-
-    Returns:
-        The SPEC exit code (0 completed, 1 usage or infrastructure error,
-        2 replay divergence).
-    """
-    from doit.cmd_base import ModuleTaskLoader
-    from doit.doit_cmd import DoitMain
-
-    from lab.tasks_share import task_compare, task_export
-    from lab.variants import task_variants
-
-    global REQUESTED
-    REQUESTED = {basename}
-    OUTCOME.clear()
-    namespace = {"task_eval": task_eval, "task_record": task_record, "task_ci": task_ci,
-                 "task_variants": task_variants, "task_compare": task_compare, "task_export": task_export,
-                 "DOIT_CONFIG": doit_config(dict(o.split("=", 1) for o in overrides if "=" in o))}
-    result = DoitMain(ModuleTaskLoader(namespace)).run([basename, *overrides])
-    if "code" in OUTCOME:
-        return int(OUTCOME["code"])
-    return 0 if result == 0 else 1
-
-
-def run_suite(overrides: Sequence[str] = ()) -> dict[str, Any]:
-    """Run an eval (``lab run OVERRIDES…``) and return its report document.
-
-    Args:
-        overrides: Hydra overrides, e.g. ``["suite=core", "mode=replay", "k=3"]``.
-
-    Returns:
-        The parsed ``report.json`` (see ``lab/schemas/report.schema.json``).
-
-    Raises:
-        LabError: the eval stopped before writing a report (bad configuration
-            or suite; the message printed to stderr says which).
-    """
-    import json
-
-    code = run_graph("eval", list(overrides))
-    report_dir = OUTCOME.get("report_dir")
-    if report_dir is None:
-        raise LabError(f"run_suite: no report was written (exit {code})")
-    doc: dict[str, Any] = json.loads((Path(report_dir) / "report.json").read_text(encoding="utf-8"))
-    return doc
-
-
 def doit_config(variables: dict[str, str] | None = None) -> dict[str, Any]:
     """DOIT_CONFIG: sqlite3 dependency DB in the data dir, ``eval`` by default.
 
@@ -88,7 +42,7 @@ def doit_config(variables: dict[str, str] | None = None) -> dict[str, Any]:
     because doit fixes its runner before any task exists; Hydra validates
     them again when the tasks are created.
     """
-    from lab.progress import LabReporter, reset_display
+    from lab.execute.progress import LabReporter, reset_display
 
     data = paths.data_dir()
     data.mkdir(parents=True, exist_ok=True)
@@ -150,11 +104,11 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     Raises:
         LabError: ConfigError or SuiteError naming the key, task and field.
     """
-    from lab.config import compose_config
-    from lab.events import EventLog, stderr_if
-    from lab.plan import check_grants, plan_runs, run_id, select_tasks
-    from lab.run import EvalContext
-    from lab.suite import resolve_suite
+    from lab.config.compose import compose_config
+    from lab.execute.events import EventLog, stderr_if
+    from lab.execute.plan import check_grants, plan_runs, run_id, select_tasks
+    from lab.execute.run import EvalContext
+    from lab.suites.source import resolve_suite
 
     if mode is not None:
         overrides = [*overrides, f"mode={mode}"]
@@ -225,25 +179,6 @@ def task_record() -> Iterator[dict[str, Any]]:
                        lambda prep: eval_tasks(prep, always=True))
 
 
-def task_ci() -> Iterator[dict[str, Any]]:
-    """Replay every bundled cassette; exit 2 on a divergence, 1 on a failure (doit ci [out=DIR])."""
-    from lab.gatekeeper import plan_ci
-
-    yield from creator("ci", lambda: plan_ci(cmdline_overrides()), lambda planned: ci_tasks(*planned))
-
-
-def ci_tasks(suites: list[Prepared], skipped: list[tuple[str, str]]) -> Iterator[dict[str, Any]]:
-    """Every recorded suite's replay (printing, not gating), then one gate over them all."""
-    summaries = []
-    for prep in suites:
-        prep.basename = "ci"
-        yield from eval_tasks(prep, gate=False)
-        summaries.append(f"ci:{prep.run_id}.summary")
-    report_dirs = [p.report_dir for p in suites]
-    yield {"name": "gate", "actions": [(ci_gate_action, [report_dirs, skipped])],
-           "task_dep": summaries, "uptodate": [False], "verbosity": 2}
-
-
 def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> Iterator[dict[str, Any]]:
     """The doit tasks of one eval: one per run record, then the report, then the summary.
 
@@ -258,7 +193,7 @@ def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> It
 
 def start_eval(prep: Prepared) -> None:
     """Create the run store, save the config, announce the eval, route Ctrl-C to it."""
-    from lab import interrupt
+    from lab.execute import interrupt
 
     ctx = prep.ctx
     prep.store.mkdir(parents=True, exist_ok=True)
@@ -296,14 +231,14 @@ def run_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
     task, base seed, repetition, and in replay the cassette's sha256."""
     import hashlib
 
-    from lab.plan import harness_digest
+    from lab.execute.plan import harness_digest
 
     ctx = prep.ctx
     inputs: dict[str, Any] = {
         "configHash": ctx.config_hash, "harnessDigest": harness_digest(), "suiteDigest": ctx.suite.digest,
         "taskId": spec.task_id, "baseSeed": spec.base_seed, "repetition": spec.repetition}
     if ctx.config.mode == "replay":
-        from lab.cassette import cassette_path
+        from lab.replay.cassette import cassette_path
 
         cassette = cassette_path(ctx.cassette_dir, ctx.suite.id, spec.task_id)
         inputs["cassetteDigest"] = (hashlib.sha256(cassette.read_bytes()).hexdigest()

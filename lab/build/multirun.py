@@ -50,7 +50,7 @@ def run_multirun(overrides: list[str]) -> int:
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import DictConfig
 
-    from lab.config import _register_schema
+    from lab.config.schema import _register_schema
     from lab.paths import CONF_DIR
 
     try:
@@ -63,9 +63,9 @@ def run_multirun(overrides: list[str]) -> int:
 
     @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
     def job(cfg: DictConfig) -> int:
-        from lab.cli.run import run
+        from lab.build.commands import run_graph
 
-        return run(list(HydraConfig.get().overrides.task))
+        return run_graph("eval", list(HydraConfig.get().overrides.task))
 
     argv = sys.argv
     from lab.paths import data_dir
@@ -81,13 +81,13 @@ def run_multirun(overrides: list[str]) -> int:
 
 
 def _report_dir(combo: list[str]) -> Path:
-    from lab.tasks import prepare
+    from lab.build.graph import prepare
 
     return prepare([o for o in combo if not o.startswith("hydra")]).report_dir
 
 
 def _code(report_dir: Path) -> int:
-    from lab.summary import summarise
+    from lab.report.closing import summarise
 
     if not (report_dir / "report.json").exists():
         print(f"multirun: no report at {report_dir} (the job failed before it)", file=sys.stderr)

@@ -54,7 +54,7 @@ def split_variants(overrides: list[str]) -> tuple[list[str], list[tuple[str, lis
                           f"(found {len(sweeps)})")
     sweep = sweeps[0]
     key = sweep.get_key_element()
-    from lab.config_variants import is_measured_key
+    from lab.config.schema import is_measured_key
 
     if key != "variant" and not is_measured_key(key):
         raise ConfigError(f"variants: {key} is not part of the measured configuration, so its values "
@@ -78,7 +78,7 @@ def prepare_variants(overrides: list[str]) -> tuple[list[tuple[str, Any]], Path]
         ConfigError: replay mode, different suites, or two variants with
             the same measured configuration (nothing would differ).
     """
-    from lab.tasks import prepare
+    from lab.build.graph import prepare
 
     common, variants = split_variants(overrides)
     out = next((o.split("=", 1)[1] for o in common if o.startswith("out=")), None)
@@ -112,14 +112,14 @@ def interleaved(prepared: list[tuple[str, Any]]) -> Iterator[tuple[str, Any, Any
 
 def task_variants() -> Iterator[dict[str, Any]]:
     """Run variants interleaved over the same runs and compare them (doit variants suite=… variant=a,b)."""
-    from lab.tasks import cmdline_overrides, creator
+    from lab.build.graph import cmdline_overrides, creator
 
     yield from creator("variants", lambda: prepare_variants(cmdline_overrides()),
                        lambda planned: variant_tasks(*planned))
 
 
 def variant_tasks(prepared: list[tuple[str, Any]], root: Path) -> Iterator[dict[str, Any]]:
-    from lab.tasks import report_task, run_task, start_eval
+    from lab.build.graph import report_task, run_task, start_eval
 
     for _, prep in prepared:
         start_eval(prep)
@@ -135,10 +135,9 @@ def variant_tasks(prepared: list[tuple[str, Any]], root: Path) -> Iterator[dict[
 def _compare_action(prepared: list[tuple[str, Any]], root: Path) -> Any:
     import json
 
-    from lab.compare import compare_reports, write_comparison
-    from lab.compare_markdown import render_comparison_markdown
-    from lab.actions import OUTCOME
-
+    from lab.build.actions import OUTCOME
+    from lab.compare.markdown import render_comparison_markdown
+    from lab.compare.verdicts import compare_reports, write_comparison
     from lab.files import copy_files
 
     root.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,9 @@
     lab admit BASE CAND [REPEAT_BASE REPEAT_CAND] [max_token_increase=0.2]   admission rule; exit 0 = admit
     lab export RUN_ID out=FILE [force=true]   one scrubbed, secret-checked JSON bundle of a run
 
+Each subcommand is a module of this package; it may import anything below it
+(lab.build, lab.execute, …), nothing imports it.
+
 Overrides use Hydra syntax (``suite=core k=5 mode=replay provider.model=x``).
 Exit codes: 0 completed (whichever tasks passed), 1 usage or infrastructure
 error, 2 replay divergence, 3 incompatible compare, 130 cancelled.
@@ -54,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(rest))
     except KeyboardInterrupt:
-        from lab.interrupt import announce_cancelled
+        from lab.execute.interrupt import announce_cancelled
 
         announce_cancelled()
         print("lab: cancelled: finished runs are kept; run the same command again to resume", file=sys.stderr)

@@ -1,6 +1,6 @@
 """`lab admit BASE CAND [REPEAT_BASE REPEAT_CAND] [tolerance=0.05] [max_token_increase=0.2] [json=true]`.
 
-Prints every clause of the admission rule (SPEC K4, :mod:`lab.admit`) with
+Prints every clause of the admission rule (SPEC K4, :mod:`lab.compare.admit`) with
 pass / fail / not checked, then the verdict. Changes nothing.
 
 Exit codes: 0 the verdict is *admit*; 1 it is *do not admit*, or a usage
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from lab.admit import Admission
+    from lab.compare.admit import Admission
 
 USAGE = ("usage: lab admit BASE CAND [REPEAT_BASE REPEAT_CAND] [tolerance=0.05] "
          "[max_token_increase=0.2] [json=true]")
@@ -29,9 +29,10 @@ def admit(args: list[str]) -> int:
 
 def _admit(args: list[str]) -> int:
     from lab import paths
-    from lab.admit import DEFAULT_MAX_TOKEN_INCREASE, admit as apply_rule
-    from lab.cli.options import flag, fraction, split_args
-    from lab.compare import DEFAULT_TOLERANCE
+    from lab.compare.admit import DEFAULT_MAX_TOKEN_INCREASE
+    from lab.compare.admit import admit as apply_rule
+    from lab.compare.verdicts import DEFAULT_TOLERANCE
+    from lab.config.options import flag, fraction, split_args
     from lab.errors import ConfigError
     from lab.files import dumps_json
     from lab.store import load_report

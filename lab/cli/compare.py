@@ -26,8 +26,8 @@ def compare(args: list[str]) -> int:
 
 def _compare(args: list[str]) -> int:
     from lab import paths
-    from lab.cli.options import flag, fraction, split_args
-    from lab.compare import DEFAULT_TOLERANCE, compare_reports, render_comparison_markdown, write_comparison
+    from lab.compare.verdicts import DEFAULT_TOLERANCE, compare_reports, render_comparison_markdown, write_comparison
+    from lab.config.options import flag, fraction, split_args
     from lab.errors import ConfigError
     from lab.files import dumps_json
     from lab.store import load_report

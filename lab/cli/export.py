@@ -26,9 +26,9 @@ def export(args: list[str]) -> int:
 
 def _export(args: list[str]) -> int:
     from lab import paths
-    from lab.cli.options import flag, split_args
+    from lab.config.options import flag, split_args
     from lab.errors import ConfigError
-    from lab.export import export_run
+    from lab.export.bundle import export_run
 
     ids, options = split_args(args, OPTIONS)
     if len(ids) != 1:

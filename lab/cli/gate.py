@@ -7,16 +7,16 @@ USAGE = "usage: lab gate REPORT [min_pass_rate=1.0] [allow_flaky=false]"
 
 
 def gate(args: list[str]) -> int:
-    """Run the gate (``lab.gate``); exit 0 pass, 1 failed or usage error, 2 replay divergence."""
+    """Run the gate (``lab.compare.gate``); exit 0 pass, 1 failed or usage error, 2 replay divergence."""
     from lab.cli.options import guarded
 
     return guarded("gate", lambda: _gate(args))
 
 
 def _gate(args: list[str]) -> int:
-    from lab.cli.options import flag, split_args
+    from lab.compare.gate import evaluate, load_report
+    from lab.config.options import flag, split_args
     from lab.errors import ConfigError
-    from lab.gate import evaluate, load_report
 
     reports, options = split_args(args, OPTIONS)
     if len(reports) != 1:

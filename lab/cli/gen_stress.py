@@ -1,6 +1,6 @@
 """`lab gen-stress instances=N [out=DIR] [force=true]`: write chain-walk-rules instances.
 
-Writes instances 1..N (see :mod:`lab.stress`) as one suite directory, by default
+Writes instances 1..N (see :mod:`lab.suites.stress`) as one suite directory, by default
 ``./long-context-stress-generated``. Instances 1-5 are byte-identical to the ones
 bundled in ``suites/long-context-stress``. An existing non-empty directory is
 replaced only with ``force=true`` and only if gen-stress wrote it.
@@ -18,7 +18,7 @@ _USAGE = "expected instances=N [out=DIR] [force=true]"
 
 def _parse(overrides: list[str]) -> tuple[int, Path, bool]:
     """(instances, out dir, force) from ``key=value`` arguments; ConfigError names the bad one."""
-    from lab.cli.options import flag, split_args
+    from lab.config.options import flag, split_args
 
     stray, given = split_args(overrides, ("instances", "out", "force"))
     if stray:
@@ -42,7 +42,7 @@ def gen_stress(overrides: list[str]) -> int:
 
 
 def _gen_stress(overrides: list[str]) -> int:
-    from lab.stress import write_suite
+    from lab.suites.stress import write_suite
 
     count, out, force = _parse(overrides)
     written = write_suite(out, count, force=force)

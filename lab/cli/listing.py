@@ -18,9 +18,9 @@ def list_suites(overrides: list[str]) -> int:
     from tabulate import tabulate
 
     from lab import paths
-    from lab.config import compose_config
+    from lab.config.compose import compose_config
     from lab.errors import ConfigError
-    from lab.suite_source import listed_suite_dirs
+    from lab.suites.source import listed_suite_dirs
 
     bad = [o for o in overrides if "=" not in o or o.startswith("-")]
     if bad:
@@ -45,7 +45,7 @@ def list_suites(overrides: list[str]) -> int:
 
 def _row(source: str, suite_dir: Path, cassettes: Path) -> tuple[object, ...]:
     from lab.errors import SuiteError
-    from lab.suite import load_suite
+    from lab.suites.load import load_suite
 
     try:
         suite = load_suite(suite_dir)

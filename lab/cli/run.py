@@ -8,10 +8,10 @@ import sys
 def run(overrides: list[str]) -> int:
     """``lab run OVERRIDES…`` = ``doit eval OVERRIDES…``; returns the SPEC exit code.
 
-    ``lab run -m OVERRIDES…`` is a Hydra multirun over the sweep (see lab.multirun).
+    ``lab run -m OVERRIDES…`` is a Hydra multirun over the sweep (see lab.build.multirun).
     """
     if "-m" in overrides or "--multirun" in overrides:
-        from lab.multirun import run_multirun
+        from lab.build.multirun import run_multirun
 
         return run_multirun([o for o in overrides if o not in ("-m", "--multirun")])
     return _doit("eval", overrides)
@@ -24,7 +24,7 @@ def record(overrides: list[str]) -> int:
 
 def _doit(basename: str, overrides: list[str]) -> int:
     """Run doit task ``basename`` with ``overrides``; print usage errors as one line."""
-    from lab.tasks import run_graph
+    from lab.build.commands import run_graph
 
     bad = [o for o in overrides if "=" not in o or o.startswith("-")]
     if bad:

@@ -3,7 +3,7 @@
 A change may become a default only when all four clauses pass:
 
 1. ``improved`` — the paired run's aggregate verdict is *improved* (not
-   mixed, not unchanged; see :mod:`lab.compare`);
+   mixed, not unchanged; see :mod:`lab.compare.verdicts`);
 2. ``no-lost-reliability`` — no task lost reliability in the paired run;
 3. ``tokens`` — tokens per success rose by at most ``max_token_increase``
    (default 0.2 = 20 %) relative to the base; the figure must be measured
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lab.compare import DEFAULT_TOLERANCE, compare_reports
+from lab.compare.verdicts import DEFAULT_TOLERANCE, compare_reports
 
 ADMISSION_SCHEMA_VERSION = 1
 DEFAULT_MAX_TOKEN_INCREASE = 0.2

@@ -13,13 +13,20 @@ with this gate. It reads ``report.json`` only and decides:
 - exit 0 otherwise.
 
 Every reason is stated, one line each.
+
+``ci_verdict`` is the gate of ``lab ci`` / ``doit ci`` (SPEC R7) over every
+replayed suite's report: exit 2 on a divergence, 1 when a replayed task failed
+or errored or nothing was replayed, 0 otherwise.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tabulate import tabulate
 
 
 @dataclass(frozen=True)
@@ -108,3 +115,24 @@ def evaluate(doc: dict[str, Any], *, min_pass_rate: float = 1.0, allow_flaky: bo
 
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def ci_verdict(report_dirs: list[Path], skipped: list[tuple[str, str]]) -> tuple[int, str]:
+    """(exit code, table) over the replayed suites' reports."""
+    rows, code = [], 0
+    for report_dir in report_dirs:
+        doc = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+        s = doc["summary"]
+        failed = s["judged"] - s["passes"]
+        status = "diverged" if s["divergences"] else ("failed" if failed or s["errors"] else "ok")
+        code = max(code, 2 if s["divergences"] else (1 if status == "failed" else 0))
+        rows.append((doc["header"]["suiteId"], s["runs"], s["passes"], failed, s["errors"], s["divergences"], status))
+    rows += [(suite_id, "—", "—", "—", "—", "—", f"skipped: {why}") for suite_id, why in skipped]
+    if not report_dirs:
+        code = 1
+    table = tabulate(rows, headers=["suite", "replayed", "passed", "failed", "errors", "divergences", "status"],
+                     tablefmt="simple")
+    verdict = {0: "ci: every cassette replays cleanly and passes",
+               1: "ci: FAILED: a replayed task failed or errored" if report_dirs else "ci: FAILED: nothing was replayed",
+               2: "ci: FAILED: replay diverged from a recording (the harness changed what it sends)"}[code]
+    return code, f"{table}\n{verdict}"

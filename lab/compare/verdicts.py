@@ -48,11 +48,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from lab.compare_deltas import DELTA_FIGURES, deltas
-from lab.compare_markdown import CONDITION_KEYS, render_comparison_markdown
+from lab.compare.deltas import DELTA_FIGURES, deltas
+from lab.compare.markdown import CONDITION_KEYS, render_comparison_markdown
 from lab.errors import LabError, RecordVersionError
 from lab.report.build import LOW_POWER_RUNS
-from lab.stats import pass_hat_k, wilson_interval
+from lab.report.stats import pass_hat_k, wilson_interval
 
 COMPARISON_SCHEMA_VERSION = 1
 REPORT_SCHEMA_VERSION = 1

@@ -10,113 +10,22 @@ The *measured view* is the part of the configuration that changes what the
 harness sends to the model or how it acts; its sha256 over canonical JSON is
 the effective-config hash that every report carries.
 
-Helpers: :mod:`lab.config_overrides` reads overrides (``suite_dir`` expansion,
-group choices, one-line error messages); :mod:`lab.config_variants` checks
+Helpers: :mod:`lab.config.overrides` reads overrides (``suite_dir`` expansion,
+group choices, one-line error messages); :mod:`lab.config.variants` checks
 that a variant sets only measured keys (VA1). The user-facing reference is
 ``docs/configuration.md``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
-import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import MISSING
-
+from lab.canonical import canonical_hash
+from lab.config.schema import _register_schema, schema_keys
 from lab.errors import ConfigError
 from lab.paths import CONF_DIR, from_root
-
-EFFECTS = ("write", "process", "external", "analysis")
-
-
-@dataclass
-class SuiteConf:
-    """``conf/suite/<id>.yaml``: a bundled suite, or ``external`` for one elsewhere.
-
-    ``path`` null means ``<suite_dir>/<id>``; ``id`` null means "whatever
-    suiteId the suite.json at ``path`` declares".
-    """
-
-    id: str | None = None
-    path: str | None = None
-    k: int = 5
-
-
-@dataclass
-class ProviderConf:
-    name: str = MISSING
-    model: str = MISSING
-    reasoning_effort: str | None = None
-    stream: bool = False
-    base_url: str | None = None
-    api_key_env: str | None = None
-    timeout_s: float = 120.0
-    max_retries: int = 2
-    headers: dict[str, str] = field(default_factory=dict)  # extra request headers (gateways); not hashed
-
-
-@dataclass
-class ModeConf:
-    name: str = MISSING
-
-
-@dataclass
-class CompactionConf:
-    enabled: bool = True
-    threshold: float = 0.8
-
-
-@dataclass
-class LimitsConf:
-    max_context_chars: int = 200_000
-    tool_output_chars: int = 16_000
-    command_timeout_ms: int = 60_000
-
-
-@dataclass
-class AgentConf:
-    name: str = "builtin"
-    system_prompt: str | None = None
-    tools: list[str] = field(default_factory=list)
-    max_output_tokens: int = 4096
-    temperature: float | None = None
-    compaction: CompactionConf = field(default_factory=CompactionConf)
-    limits: LimitsConf = field(default_factory=LimitsConf)
-
-
-@dataclass
-class RatesConf:
-    input: float | None = None
-    output: float | None = None
-
-
-@dataclass
-class LabConf:
-    suite: SuiteConf = MISSING
-    provider: ProviderConf = MISSING
-    mode: ModeConf = MISSING
-    agent: AgentConf = MISSING
-    k: int | None = None
-    seed: int = 0
-    jobs: int = 1
-    tasks: list[str] = field(default_factory=list)
-    allow: list[str] = field(default_factory=lambda: ["write", "process"])
-    read_only: bool = False
-    allow_suite_full: bool = False
-    rates: RatesConf = field(default_factory=RatesConf)
-    out: str | None = None
-    keep: bool = False
-    progress: bool = False
-    json: bool = False
-    yes: bool = False
-    force: bool = False
-    suite_dir: str | None = None
-    cassette_dir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -155,7 +64,7 @@ class EffectiveConfig:
         (k, seed, jobs, out, progress …). ``mode`` substitutes another mode,
         e.g. to compare a replay with the recording's hash.
         """
-        from lab.agent.loop import DEFAULT_SYSTEM_PROMPT  # the text, not null, is measured
+        from lab.agents.builtin.loop import DEFAULT_SYSTEM_PROMPT  # the text, not null, is measured
 
         agent = self.data["agent"]
         provider = self.data["provider"]
@@ -182,28 +91,6 @@ class EffectiveConfig:
         return canonical_hash(self.measured_view(mode))
 
 
-def canonical_json(value: Any) -> str:
-    """Canonical JSON: sorted keys, no whitespace, UTF-8 kept as is."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def canonical_hash(value: Any) -> str:
-    """sha256 hex digest of :func:`canonical_json` of ``value``."""
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
-
-
-_registered = False
-
-
-def _register_schema() -> None:
-    global _registered
-    if not _registered:
-        from hydra.core.config_store import ConfigStore
-
-        ConfigStore.instance().store(name="base_config", node=LabConf)
-        _registered = True
-
-
 def compose_config(overrides: list[str] | tuple[str, ...] = (), *,
                    conf_dir: Path | None = None) -> EffectiveConfig:
     """Compose ``conf/`` with Hydra and validate the result.
@@ -217,16 +104,15 @@ def compose_config(overrides: list[str] | tuple[str, ...] = (), *,
         overrides: Hydra override strings (``k=3``, ``suite=core``,
             ``provider.model=x``). Sweep syntax (``a,b``) is not accepted here.
             ``suite_dir=DIR suite=<id>`` selects ``DIR/<id>`` (see
-            :mod:`lab.suite_source`).
+            :mod:`lab.suites.source`).
         conf_dir: the config directory; default the checkout's ``conf/``.
 
     Raises:
         ConfigError: an unknown key, a bad value, a missing option or an
             invalid variant; one line per problem, each naming the key.
     """
-    from lab.config_overrides import describe_compose_error, expand_suite_dir, group_choice, \
-        parse_override
-    from lab.config_variants import variant_problems
+    from lab.config.overrides import describe_compose_error, expand_suite_dir, group_choice, parse_override
+    from lab.config.variants import variant_problems
 
     conf = CONF_DIR if conf_dir is None else conf_dir
     expanded = expand_suite_dir(overrides, conf)
@@ -272,7 +158,7 @@ def _override_problems(overrides: list[str], conf_dir: Path) -> list[str]:
     """Every problem in ``overrides``: each override is added to the ones known
     good so far, so one bad word does not hide the next; then the resolved
     config of the good ones is validated too."""
-    from lab.config_overrides import describe_compose_error
+    from lab.config.overrides import describe_compose_error
 
     good: list[str] = []
     problems: list[str] = []
@@ -294,18 +180,6 @@ def data_problems(data: dict[str, Any]) -> list[str]:
     unknown = _unknown_keys(data, schema_keys())
     return [f"config: unknown key '{key}' (see conf/config.yaml for valid keys)" for key in unknown] \
         + config_problems(data)
-
-
-def schema_keys() -> dict[str, Any]:
-    """The key tree of the dataclass schema: field → nested dict, or None for a leaf."""
-    return _schema_keys(LabConf)
-
-
-def _schema_keys(cls: type) -> dict[str, Any]:
-    """Field name -> nested dict for dataclass fields, None for leaves."""
-    hints = typing.get_type_hints(cls)
-    return {f.name: _schema_keys(hints[f.name]) if dataclasses.is_dataclass(hints[f.name]) else None
-            for f in dataclasses.fields(cls)}
 
 
 def _unknown_keys(data: Any, schema: dict[str, Any], prefix: str = "") -> list[str]:

@@ -78,7 +78,7 @@ def _last_value(overrides: Sequence[str], key: str) -> Any:
 
 
 def expand_suite_dir(overrides: Sequence[str], conf_dir: Path = CONF_DIR) -> list[str]:
-    """Rewrite the suite choice for ``suite_dir=DIR`` (see :mod:`lab.suite_source`).
+    """Rewrite the suite choice for ``suite_dir=DIR`` (see :mod:`lab.suites.source`).
 
     With ``suite_dir`` set, the selected suite ``<id>`` (``suite=<id>`` or the
     default) becomes ``suite=external suite.id='<id>'`` when
@@ -129,7 +129,7 @@ def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_di
         return f"config: unknown key '{full}' (see conf/config.yaml and `lab list` for valid keys)"
     sweep = re.search(r"Ambiguous value for argument '([^']+)'", text)
     if sweep:
-        from lab.config_variants import is_measured_key
+        from lab.config.schema import is_measured_key
 
         key = sweep.group(1).split("=", 1)[0].lstrip("+~")
         hint = (f"compare them with `lab variants … {sweep.group(1)}` or sweep with `lab run -m …`"

@@ -14,13 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lab.config_overrides import relative_to_conf
+from lab.config.overrides import relative_to_conf
+from lab.config.schema import MEASURED_KEYS, MEASURED_PREFIX, _is_known, schema_keys
 from lab.paths import CONF_DIR
-
-MEASURED_KEYS = ("provider.model", "provider.reasoning_effort")
-"""Single keys outside ``agent`` that a variant may set."""
-MEASURED_PREFIX = "agent."
-"""Every known key under ``agent`` is measured."""
 
 
 def variant_path(name: str, conf_dir: Path = CONF_DIR) -> Path:
@@ -41,8 +37,6 @@ def variant_problems(name: str, conf_dir: Path = CONF_DIR) -> list[str]:
         exist (Hydra then reports the missing option).
     """
     from omegaconf import DictConfig, OmegaConf
-
-    from lab.config import schema_keys
 
     known = schema_keys()
     path = variant_path(name, conf_dir)
@@ -83,15 +77,6 @@ def _key_problem(key: str, value: Any, known: dict[str, Any]) -> str | None:
     return None
 
 
-def _is_known(key: str, known: dict[str, Any]) -> bool:
-    node: Any = known
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return False
-        node = node[part]
-    return True
-
-
 def _has_interpolation(value: Any) -> bool:
     if isinstance(value, str):
         return "${" in value
@@ -116,13 +101,3 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
 def all_variant_problems(conf_dir: Path = CONF_DIR) -> dict[str, list[str]]:
     """Problems of every ``conf/variant/*.yaml``, by variant name (empty lists when valid)."""
     return {p.stem: variant_problems(p.stem, conf_dir) for p in sorted((conf_dir / "variant").glob("*.yaml"))}
-
-
-def is_measured_key(key: str) -> bool:
-    """Whether dotted ``key`` is inside the config hash and may be varied (VA1).
-
-    ``mode`` is hashed too, but is not a variant: variants compare live runs.
-    """
-    from lab.config import schema_keys
-
-    return (key.startswith(MEASURED_PREFIX) or key in MEASURED_KEYS) and _is_known(key, schema_keys())

@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from lab.config import EffectiveConfig
+from lab.config.compose import EffectiveConfig
 from lab.errors import ConfigError
-from lab.suite import Suite, Task
+from lab.suites.load import Suite, Task
 
 # Sources that act on a run; a change to any of them re-executes runs.
-HARNESS_SOURCES = ("agent", "providers", "cassette.py", "process.py", "run.py",
-                   "verifiers.py", "workspace.py")
-LAB_DIR = Path(__file__).resolve().parent
+HARNESS_SOURCES = ("agents", "providers", "replay", "sandbox", "execute/run.py", "execute/verifiers.py")
+LAB_DIR = Path(__file__).resolve().parent.parent
 PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 

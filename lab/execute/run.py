@@ -18,12 +18,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from lab.cassette import Normaliser, Recorder, Replayer, cassette_path, check_secrets, \
-    dump_cassette, read_cassette, write_cassette
-from lab.config import EffectiveConfig
+from lab.config.compose import EffectiveConfig
 from lab.errors import LabError
-from lab.plan import RunSpec, harness_digest
-from lab.suite import Suite, Task
+from lab.execute.plan import RunSpec, harness_digest
+from lab.replay.cassette import (
+    Normaliser,
+    Recorder,
+    Replayer,
+    cassette_path,
+    check_secrets,
+    dump_cassette,
+    read_cassette,
+    write_cassette,
+)
+from lab.suites.load import Suite, Task
 
 RECORD_SCHEMA_VERSION = 1
 HARNESS_VERSION = "0.1.0"
@@ -109,7 +117,7 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
     record = _record_base(ctx, spec, started_at)
     workspace: Path | None = None
     try:
-        from lab.workspace import create_workspace, snapshot
+        from lab.sandbox.workspace import create_workspace, snapshot
 
         workspace = create_workspace(task.fixture, git_init=task.fixture_git)
         baseline = snapshot(workspace)
@@ -130,9 +138,9 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
 
 def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
                           baseline: dict[str, str], record: dict[str, Any]) -> None:
-    from lab.agent.loop import run_agent
-    from lab.process import minimal_env
-    from lab.verifiers import run_verifiers, score
+    from lab.agents.builtin.loop import run_agent
+    from lab.execute.verifiers import run_verifiers, score
+    from lab.sandbox.process import minimal_env
 
     provider, recorder, replayer = _provider(ctx, task, workspace, record)
     result = run_agent(task_prompt=task.prompt, workspace=workspace, provider=provider,
@@ -201,7 +209,7 @@ def _status(stop_reason: str, verifier_statuses: list[str]) -> Status:
 
 def agent_settings(config: EffectiveConfig) -> Any:
     """The harness settings from the ``agent`` and ``provider`` groups."""
-    from lab.agent.loop import DEFAULT_SYSTEM_PROMPT, AgentSettings
+    from lab.agents.builtin.loop import DEFAULT_SYSTEM_PROMPT, AgentSettings
 
     agent, provider = config.data["agent"], config.data["provider"]
     return AgentSettings(
@@ -223,14 +231,14 @@ def effective_policy(config: EffectiveConfig, task: Task) -> dict[str, Any]:
 
 
 def _policy(ctx: EvalContext, task: Task) -> Any:
-    from lab.agent.policy import Policy
+    from lab.agents.builtin.policy import Policy
 
     p = effective_policy(ctx.config, task)
     return Policy(mode=p["mode"], allow=frozenset(p["allow"]), read_only=p["readOnly"])
 
 
 def _budget(task: Task) -> Any:
-    from lab.agent.budget import Budget
+    from lab.agents.builtin.budget import Budget
 
     b = task.budget
     return Budget(max_turns=b["maxTurns"], max_wall_ms=b["maxWallMs"],
@@ -326,7 +334,7 @@ def _record_base(ctx: EvalContext, spec: RunSpec, started_at: str) -> dict[str, 
 
 
 def _dispose(ctx: EvalContext, spec: RunSpec, workspace: Path, record: dict[str, Any]) -> None:
-    from lab.workspace import remove_workspace
+    from lab.sandbox.workspace import remove_workspace
 
     if ctx.config.data["keep"] and ctx.work_dir is not None:
         kept = ctx.work_dir / spec.task_id / spec.name

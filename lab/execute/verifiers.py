@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lab.errors import LabError, ProcessStartError, ToolError
-from lab.process import run_process
-from lab.workspace import Snapshot, diff_snapshots, resolve_inside, snapshot
+from lab.sandbox.process import run_process
+from lab.sandbox.workspace import Snapshot, diff_snapshots, resolve_inside, snapshot
 
 VerifierStatus = Literal["pass", "fail", "error"]
 
@@ -335,7 +335,7 @@ def run_verifiers(specs: list[dict[str, Any]], *, workspace: Path, baseline: Sna
         baseline: ``snapshot`` of the workspace taken before the agent ran.
         events: the run's event log (H6); ``None`` makes tool-sequence verifiers
             ``error`` ("events missing").
-        env: environment of command verifiers (see ``lab.process.minimal_env``).
+        env: environment of command verifiers (see ``lab.sandbox.process.minimal_env``).
         cancel: when set, a running command is killed and every verifier not
             yet finished is ``error`` "cancelled".
 

@@ -11,7 +11,7 @@
    ``<path>`` otherwise. A ``provider`` value that is not a plain identifier
    (e.g. an endpoint URL) becomes ``custom-endpoint``, wherever it appears
    (the Markdown repeats it).
-2. **Secret scan** (E3, :mod:`lab.secrets`) of the scrubbed bundle. On a hit
+2. **Secret scan** (E3, :mod:`lab.export.secrets`) of the scrubbed bundle. On a hit
    nothing is written and the error names the field path, never the value.
 
 The file is written atomically and never overwrites an existing one unless
@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from lab.errors import LabError
+from lab.export.secrets import SecretHit, SecretScanner, describe_hits
 from lab.files import dumps_json, write_atomic
-from lab.secrets import SecretHit, SecretScanner, describe_hits
 from lab.store import find_run, read_report
 
 BUNDLE_SCHEMA_VERSION = 1

@@ -3,5 +3,8 @@
 A provider turns a request body into an *exchange* (the raw response as it
 came off the wire); ``lab.providers.wire.parse_exchange`` turns an exchange
 into a ``Completion``. Cassettes record and replay exchanges, so replay runs
-the same parsing code as a live call.
+the same parsing code as a live call. A new provider is a module here
+implementing ``base.Provider``, registered by short name in ``registry``.
+
+May import: lab.errors and the standard library (httpx, httpx-sse).
 """

@@ -38,8 +38,14 @@ from urllib.parse import urlsplit
 import httpx
 from httpx_sse import SSEError, connect_sse
 
-from lab.errors import (ConfigError, ProviderAuthError, ProviderError, ProviderRateLimited,
-                        ProviderResponseInvalid, ProviderTimeout)
+from lab.errors import (
+    ConfigError,
+    ProviderAuthError,
+    ProviderError,
+    ProviderRateLimited,
+    ProviderResponseInvalid,
+    ProviderTimeout,
+)
 from lab.providers.base import Exchange, Purpose
 from lab.providers.wire import DONE, parse_exchange
 

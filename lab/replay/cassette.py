@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab.config import canonical_hash
+from lab.canonical import canonical_hash
 from lab.errors import CassetteError, CassetteMiss
 from lab.files import dumps_line, write_atomic
 from lab.providers.base import Exchange, Provider, Purpose
@@ -282,7 +282,7 @@ def check_secrets(header: dict[str, Any], calls: list[dict[str, Any]], *, source
     Raises:
         CassetteError: naming the call and the field of each hit, never the value.
     """
-    from lab.secrets import SecretScanner, describe_hits
+    from lab.export.secrets import SecretScanner, describe_hits
 
     scanner = SecretScanner(env=env, credential_env=credential_env)
     hits = scanner.scan(header, field="header")

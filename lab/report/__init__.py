@@ -3,7 +3,11 @@
 ``build_report`` computes every figure (``build``, ``metrics``, ``repetition``);
 the writers only format: ``markdown`` (report.md), ``html`` (index.html from
 ``templates/index.html.j2``), ``junit`` (junit.xml) and ``lines``
-(runs.jsonl, events.jsonl and the ``json=true`` run line).
+(runs.jsonl, events.jsonl and the ``json=true`` run line). ``stats`` holds the
+estimators (Wilson score interval, pass@k, pass^k); ``closing`` the lines
+printed when an eval ends.
+
+May import: the bottom modules only (store, files, paths, errors, schemas).
 """
 
 from __future__ import annotations
@@ -18,8 +22,7 @@ from lab.files import dumps_json, publish_dir
 from lab.report.build import build_report
 from lab.report.html import iter_html, render_html, run_anchor
 from lab.report.junit import render_junit
-from lab.report.lines import derived_events, events_jsonl, iter_events_jsonl, iter_runs_jsonl, \
-    run_json_line, runs_jsonl
+from lab.report.lines import derived_events, events_jsonl, iter_events_jsonl, iter_runs_jsonl, run_json_line, runs_jsonl
 from lab.report.markdown import render_markdown
 
 __all__ = ["REPORT_FILES", "build_report", "derived_events", "render_files", "render_html", "render_junit",

@@ -10,7 +10,7 @@ format them. Definitions (the user-facing version is ``docs/reports.md``):
 - ``successRate`` (M1) = passes / judged, with its 95 % Wilson interval
   ``wilson95`` = [low, high]; both null when nothing was judged.
 - ``passAtK`` / ``passHatK`` per task (M2): the unbiased estimators of
-  :mod:`lab.stats` with k' = min(k, judged); with k' = judged they are "at
+  :mod:`lab.report.stats` with k' = min(k, judged); with k' = judged they are "at
   least one judged run passed" and "every judged run passed". The suite's
   ``passAtK`` / ``passHatK`` are the fractions of tasks (with ≥ 1 judged run)
   that passed at least once / every time.
@@ -32,10 +32,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lab.report.metrics import cached_input, cached_input_ratio, estimated_block, is_judged, \
-    measured_block, usage_of
+from lab.report.metrics import cached_input, cached_input_ratio, estimated_block, is_judged, measured_block, usage_of
 from lab.report.repetition import repetition_block
-from lab.stats import pass_at_k, pass_hat_k, wilson_interval
+from lab.report.stats import pass_at_k, pass_hat_k, wilson_interval
 
 REPORT_SCHEMA_VERSION = 1
 JUDGED = ("pass", "fail", "budget_exceeded")
@@ -62,7 +61,7 @@ def build_report(header: dict[str, Any], records: list[dict[str, Any]], *,
             record still get a (zero-run) task block and count towards
             ``repetition.requested``. Default: the task ids of ``records``.
             A header ``runsRequested`` (k × tasks planned, set by
-            ``lab.tasks``) takes precedence for ``repetition.requested``.
+            ``lab.build.graph``) takes precedence for ``repetition.requested``.
 
     Returns:
         A JSON-able dict whose first key is ``schemaVersion`` with blocks

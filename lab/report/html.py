@@ -19,8 +19,17 @@ from typing import Any
 import jinja2
 
 from lab.report.build import sort_records
-from lab.report.markdown import DASH, MEASURED_ROWS, conditions, estimate_absent_reason, interval, notices, \
-    num, pct, summary_rows
+from lab.report.markdown import (
+    DASH,
+    MEASURED_ROWS,
+    conditions,
+    estimate_absent_reason,
+    interval,
+    notices,
+    num,
+    pct,
+    summary_rows,
+)
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 BAR_WIDTH_PX = 160

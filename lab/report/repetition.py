@@ -14,7 +14,7 @@ Terms (``repetition`` block of ``report.json``):
   run exists, was assessed and passed.
 - ``scoreMean`` / ``scoreMin`` / ``scoreMax``: over assessed runs with a
   score; a run's score is the weighted share of passing verifiers,
-  sum(weight of passes) / sum(weights) (V7, computed in ``lab.verifiers``);
+  sum(weight of passes) / sum(weights) (V7, computed in ``lab.execute.verifiers``);
   null when no assessed run has a score.
 - ``variableTasks``: tasks observed both passing and not passing among their
   assessed runs (0 < passed < assessed) — the flaky tasks.

@@ -20,7 +20,7 @@ from pathlib import Path, PureWindowsPath
 from typing import Any
 
 from lab.errors import ProcessStartError, ToolError, WorkspaceError
-from lab.process import minimal_env, run_process
+from lab.sandbox.process import minimal_env, run_process
 
 Snapshot = dict[str, str]
 """Posix path relative to the root → sha256 hex of the file's bytes, or

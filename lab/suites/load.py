@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from lab.errors import SuiteError
-from lab.suite_paths import IGNORED_NAMES, fixture_problem, link_problems, suite_digest, unsafe_path
+from lab.suites.paths import IGNORED_NAMES, fixture_problem, link_problems, suite_digest, unsafe_path
 
-__all__ = ["IGNORED_NAMES", "TOOL_NAMES", "Suite", "Task", "field_path", "load_suite", "resolve_suite",
+__all__ = ["IGNORED_NAMES", "TOOL_NAMES", "Suite", "Task", "field_path", "load_suite",
            "suite_digest", "unsafe_path"]
 
 TOOL_NAMES = frozenset({"list_dir", "read_file", "write_file", "edit_file", "search", "run_command"})
@@ -77,23 +77,6 @@ class Suite:
             if task.id == task_id:
                 return task
         raise KeyError(task_id)
-
-
-def resolve_suite(config: Any) -> Suite:
-    """Load the suite an effective configuration selects, confirming third-party suites.
-
-    ``suite.path`` when set, else ``<suite_dir>/<suite.id>``; a suite outside
-    the checkout's ``suites/`` is third-party and needs confirmation (S6):
-    see :func:`lab.suite_source.resolve`.
-
-    Raises:
-        SuiteError: as :func:`load_suite`.
-        ConfigError: no suite location, a suite id mismatch, or a third-party
-            suite the user did not confirm.
-    """
-    from lab.suite_source import resolve
-
-    return resolve(config)
 
 
 def load_suite(path: Path) -> Suite:

@@ -5,7 +5,7 @@ Selecting a suite:
 - ``suite=<id>`` picks ``conf/suite/<id>.yaml``, a bundled suite under the
   checkout's ``suites/``.
 - ``suite_dir=DIR suite=<id>`` loads ``DIR/<id>`` when ``DIR/<id>/suite.json``
-  exists (or when no bundled option ``<id>`` exists); :mod:`lab.config`
+  exists (or when no bundled option ``<id>`` exists); :mod:`lab.config.compose`
   rewrites it to the generic option ``suite=external suite.id=<id>``, whose
   ``path`` is null and resolves here to ``<suite_dir>/<id>``.
 - ``suite=external suite.path=P`` loads the suite in ``P`` from anywhere.
@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 from lab import paths
 from lab.errors import ConfigError
-from lab.suite import Suite, load_suite
+from lab.suites.load import Suite, load_suite
 
 EXTERNAL_OPTION = "external"
 """The ``conf/suite`` option for suites outside the checkout."""
@@ -59,12 +59,12 @@ def is_third_party(suite_dir: Path) -> bool:
     return not suite_dir.resolve().is_relative_to(paths.SUITES_DIR.resolve())
 
 
-def resolve(config: Any, *, stdin: TextIO | None = None, stderr: TextIO | None = None,
+def resolve_suite(config: Any, *, stdin: TextIO | None = None, stderr: TextIO | None = None,
             ask: Callable[[], str] | None = None) -> Suite:
     """Load the suite ``config`` selects and confirm it when it is third-party.
 
     Args:
-        config: an :class:`~lab.config.EffectiveConfig`.
+        config: an :class:`~lab.config.compose.EffectiveConfig`.
         stdin, stderr, ask: injectable for tests; default ``sys.stdin``,
             ``sys.stderr`` and :func:`input`.
 

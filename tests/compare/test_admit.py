@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
-from lab.admit import admit
+from lab.compare.admit import admit
+from lab.report import build_report
 from tests.helpers.lab_process import run_cmd
 from tests.helpers.reports import make_header, make_records, make_report, write_report_dir
-
-from lab.report import build_report
 
 BETTER = {"a": "PPFFFFFFFF", "b": "PPPPPPPPPP"}  # base: a 2/10, b 10/10
 BEST = {"a": "PPPPPPPPPP", "b": "PPPPPPPPPP"}    # cand: a 10/10 (disjoint), b unchanged

@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 
-import lab.compare
-from lab.compare import IncompatibleReports, compare_reports, disjoint, render_comparison_markdown
-from lab.stats import wilson_interval
-from tests.helpers.lab_process import run_cmd
-from tests.helpers.reports import make_records, make_report, make_header, write_report_dir
-from tests.helpers.schemas import assert_valid
-
+import lab.compare.verdicts
+from lab.compare.verdicts import IncompatibleReports, compare_reports, disjoint, render_comparison_markdown
 from lab.report import build_report
+from lab.report.stats import wilson_interval
+from tests.helpers.lab_process import run_cmd
+from tests.helpers.reports import make_header, make_records, make_report, write_report_dir
+from tests.helpers.schemas import assert_valid
 
 
 def compared(base: dict[str, Any], cand: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -59,7 +58,7 @@ def test_touching_intervals_are_inconclusive(monkeypatch: pytest.MonkeyPatch) ->
     # No real counts with n <= 60 give Wilson bounds equal to within 1e-9, so the
     # interval is replaced (pytest monkeypatch, not a mock) to make them touch exactly.
     bounds = {(1, 5): (0.2, 0.5), (4, 5): (0.5, 0.9)}
-    monkeypatch.setattr(lab.compare, "wilson_interval", lambda c, n: bounds[(c, n)])
+    monkeypatch.setattr(lab.compare.verdicts, "wilson_interval", lambda c, n: bounds[(c, n)])
     entry = task(compared(make_report({"t": "PFFFF"}), make_report({"t": "PPPPF"}, config="cand")))
     assert entry["verdict"] == "inconclusive"
     assert "touch" in entry["reason"]
@@ -306,7 +305,7 @@ def test_doit_compare_builds_the_target_once(tmp_path: Path) -> None:
     base = published(data, {"t": "FFFFF"})
     cand = published(data, {"t": "PPPPP"}, config="cand")
     dodo = tmp_path / "dodo.py"
-    dodo.write_text("from lab.tasks import doit_config\nfrom lab.tasks_share import task_compare, task_export\n"
+    dodo.write_text("from lab.build.graph import doit_config\nfrom lab.build.compare_export import task_compare, task_export\n"
                     "DOIT_CONFIG = doit_config()\n")
     argv = ["doit", "-f", str(dodo), "compare", f"base={base.name}", f"cand={cand}", f"out={tmp_path / 'o'}"]
     first = run_cmd(argv, data)

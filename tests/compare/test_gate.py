@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.compare.gate import evaluate, load_report
 from lab.errors import LabError, RecordVersionError
-from lab.gate import evaluate, load_report
 from lab.report import build_report, write_report
 from tests.helpers.lab_process import run_cmd
 from tests.helpers.records import make_header, make_record

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab.config import compose_config
+from lab.config.compose import compose_config
 from lab.errors import ConfigError
 from lab.paths import CONF_DIR
 

@@ -8,8 +8,9 @@ import re
 import pytest
 from omegaconf import OmegaConf
 
-from lab.config import EffectiveConfig, compose_config, schema_keys
-from lab.config_variants import flatten
+from lab.config.compose import EffectiveConfig, compose_config
+from lab.config.schema import schema_keys
+from lab.config.variants import flatten
 from lab.errors import ConfigError
 from lab.paths import CONF_DIR, ROOT
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from lab.config import compose_config
+from lab.config.compose import compose_config
 from lab.errors import ConfigError
-from lab.plan import check_grants, select_tasks
-from lab.suite import resolve_suite
+from lab.execute.plan import check_grants, select_tasks
+from lab.suites.source import resolve_suite
 from tests.helpers.lab_process import run_cmd
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.config import compose_config
-from lab.config_variants import all_variant_problems, flatten, is_measured_key, variant_problems
+from lab.config.compose import compose_config
+from lab.config.schema import is_measured_key
+from lab.config.variants import all_variant_problems, flatten, variant_problems
 from lab.errors import ConfigError
 from lab.paths import CONF_DIR
 

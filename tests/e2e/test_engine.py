@@ -118,7 +118,7 @@ def test_editing_a_tool_description_in_the_harness_fails_ci_naming_the_field(tmp
     for name in ("lab", "conf", "suites", "cassettes"):
         shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "dodo.py", copy / "dodo.py")
-    tools = copy / "lab" / "agent" / "tools.py"
+    tools = copy / "lab" / "agents" / "builtin" / "tools.py"
     text = tools.read_text()
     edited = text.replace('Tool("read_file", "Read a text file.', 'Tool("read_file", "Carefully read a text file.', 1)
     assert edited != text, "could not find the read_file tool description"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.build.multirun import combinations
 from lab.errors import ConfigError
-from lab.multirun import combinations
 from tests.helpers.lab_process import ROOT, run_cmd
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.build.variants import split_variants
 from lab.errors import ConfigError
-from lab.variants import split_variants
 from tests.helpers.lab_process import run_cmd
 from tests.helpers.schemas import assert_valid
 

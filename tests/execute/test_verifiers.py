@@ -1,4 +1,4 @@
-"""lab.verifiers: every kind against a real workspace, real commands, real events."""
+"""lab.execute.verifiers: every kind against a real workspace, real commands, real events."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from lab.process import minimal_env
-from lab.verifiers import VerifierResult, run_verifiers, score
-from lab.workspace import snapshot
+from lab.execute.verifiers import VerifierResult, run_verifiers, score
+from lab.sandbox.process import minimal_env
+from lab.sandbox.workspace import snapshot
 
 PY = sys.executable
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lab.export import ExportError, export_run, path_bases, placeholder_paths
+from lab.export.bundle import ExportError, export_run, path_bases, placeholder_paths
 from lab.report import build_report
 from lab.store import ReportError
 from tests.helpers.lab_process import run_cmd
@@ -179,7 +179,7 @@ def test_cli_refuses_a_path_as_run_id(tmp_path: Path) -> None:
 def test_doit_export_writes_the_target(tmp_path: Path, home: Path) -> None:
     run_id, _ = publish(tmp_path / "data", home)
     dodo = tmp_path / "dodo.py"
-    dodo.write_text("from lab.tasks import doit_config\nfrom lab.tasks_share import task_compare, task_export\n"
+    dodo.write_text("from lab.build.graph import doit_config\nfrom lab.build.compare_export import task_compare, task_export\n"
                     "DOIT_CONFIG = doit_config()\n")
     out = tmp_path / "bundle.json"
     argv = ["doit", "-f", str(dodo), "export", f"run={run_id}", f"out={out}"]

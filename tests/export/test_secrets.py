@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
-from lab.secrets import SecretHit, SecretScanner, credential_values, describe_hits, find_secrets
+from lab.export.secrets import SecretHit, SecretScanner, credential_values, describe_hits, find_secrets
 
 RNG = random.Random(20240607)
 

@@ -30,7 +30,7 @@ def _verifiers(verdicts: list[Verdict]) -> list[dict[str, Any]]:
 
 
 def score_of(verifiers: list[dict[str, Any]]) -> float | None:
-    """Weighted share of passing verifiers, as lab.verifiers.score computes it (V7)."""
+    """Weighted share of passing verifiers, as lab.execute.verifiers.score computes it (V7)."""
     total = sum(v["weight"] for v in verifiers)
     if total <= 0:
         return None
@@ -101,7 +101,7 @@ def make_record(task_id: str = "task-a", repetition: int = 0, *, status: str = "
 
 def make_header(*, mode: str = "live", k: int = 2, rates: tuple[float | None, float | None] = (None, None),
                 suite_id: str = "demo") -> dict[str, Any]:
-    """The header ``lab.tasks`` passes to ``build_report``."""
+    """The header ``lab.build.graph`` passes to ``build_report``."""
     return {"runId": f"{suite_id}.cccccccccccc.k{k}.s0", "suiteId": suite_id, "suiteVersion": "1.0.0",
             "suiteDigest": SHA_SUITE, "harnessVersion": "0.1.0", "harnessDigest": SHA_HARNESS,
             "configHash": SHA_CONFIG, "variant": "baseline", "provider": "openai", "model": "gpt-test",

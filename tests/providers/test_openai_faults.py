@@ -9,8 +9,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lab.errors import (ConfigError, ProviderAuthError, ProviderError, ProviderRateLimited,
-                        ProviderResponseInvalid, ProviderTimeout)
+from lab.errors import (
+    ConfigError,
+    ProviderAuthError,
+    ProviderError,
+    ProviderRateLimited,
+    ProviderResponseInvalid,
+    ProviderTimeout,
+)
 from lab.providers.openai_compat import OpenAICompatProvider
 from lab.providers.wire import parse_exchange
 from tests.helpers.http_server import LocalHTTPServer, Request, Response, closed_port_url

@@ -11,10 +11,20 @@ from typing import Any
 
 import pytest
 
-from lab.cassette import (MAX_CASSETTE_BYTES, Normaliser, Recorder, Replayer, check_secrets, dump_cassette,
-                          first_difference, fingerprint, read_cassette, write_cassette)
 from lab.errors import CassetteError, CassetteMiss
 from lab.providers.openai_compat import OpenAICompatProvider
+from lab.replay.cassette import (
+    MAX_CASSETTE_BYTES,
+    Normaliser,
+    Recorder,
+    Replayer,
+    check_secrets,
+    dump_cassette,
+    fingerprint,
+    first_difference,
+    read_cassette,
+    write_cassette,
+)
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
 
 TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read.", "parameters": {}}},

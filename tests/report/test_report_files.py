@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lab.report import REPORT_FILES, build_report, render_files, run_anchor, write_report
-from lab.summary import summarise
+from lab.report.closing import summarise
 from tests.helpers.records import make_header, make_record
 from tests.helpers.schemas import assert_valid
 

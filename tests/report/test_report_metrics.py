@@ -7,7 +7,7 @@ import json
 import pytest
 
 from lab.report import build_report, render_markdown, run_json_line
-from lab.stats import wilson_interval
+from lab.report.stats import wilson_interval
 from tests.helpers.records import make_header, make_record
 from tests.helpers.schemas import assert_valid
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from lab.stats import pass_at_k, pass_hat_k, wilson_interval
+from lab.report.stats import pass_at_k, pass_hat_k, wilson_interval
 
 
 @pytest.mark.parametrize(("successes", "trials", "low", "high"), [

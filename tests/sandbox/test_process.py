@@ -1,4 +1,4 @@
-"""lab.process: real child processes, process-group kills, bounded output."""
+"""lab.sandbox.process: real child processes, process-group kills, bounded output."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lab.errors import ProcessStartError
-from lab.process import ProcessResult, minimal_env, run_process
+from lab.sandbox.process import ProcessResult, minimal_env, run_process
 
 PY = sys.executable
 

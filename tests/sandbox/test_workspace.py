@@ -1,4 +1,4 @@
-"""lab.workspace: fixture copies, snapshots, diffs, removal and path confinement."""
+"""lab.sandbox.workspace: fixture copies, snapshots, diffs, removal and path confinement."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lab.errors import ToolError, WorkspaceError
-from lab.workspace import (
+from lab.sandbox.workspace import (
     TreeDiff,
     create_workspace,
     diff_snapshots,

@@ -31,7 +31,7 @@ import semver
 
 from tests.helpers.script_interpreter import SHA_REF, resolve
 
-SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
+SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"
 TASK_COUNTS = {"smoke-coding": 7, "core": 5, "holdout": 4, "tool-sequences": 6}
 # Restraint tasks are judged only by "change nothing, write nothing": the untouched fixture passes.
 PASS_AS_SHIPPED = {("holdout", "restraint-answer-only"), ("holdout", "refuse-invented-fact")}

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from lab.agent.tools import TOOLS, ToolContext, run_tool
+from lab.agents.builtin.tools import TOOLS, ToolContext, run_tool
 from lab.cli.gen_stress import gen_stress
-from lab.process import minimal_env
-from lab.stress import GENERATED_SUITE_ID, RULE_POOLS, dump_json, expected_output, generate_instance
-from lab.suite import load_suite
+from lab.sandbox.process import minimal_env
+from lab.suites.stress import GENERATED_SUITE_ID, RULE_POOLS, dump_json, expected_output, generate_instance
+from lab.suites.load import load_suite
 from tests.helpers.lab_process import ROOT, run_cmd
 from tests.helpers.script_interpreter import apply_script, copy_fixture, snapshot, verdicts
 

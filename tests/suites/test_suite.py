@@ -12,7 +12,7 @@ import pytest
 
 from lab.errors import SuiteError
 from lab.paths import SUITES_DIR
-from lab.suite import load_suite, suite_digest
+from lab.suites.load import load_suite, suite_digest
 
 VALID: dict[str, Any] = {
     "schemaVersion": 1, "suiteId": "demo", "suiteVersion": "1.0.0", "description": "d",

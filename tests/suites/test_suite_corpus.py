@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from lab.errors import SuiteError
-from lab.suite import load_suite
+from lab.suites.load import load_suite
 
 VALID: dict[str, Any] = {
     "schemaVersion": 1, "suiteId": "demo", "suiteVersion": "1.0.0", "description": "d",

@@ -11,7 +11,7 @@ import pytest
 
 from lab.paths import ROOT
 from lab.schemas import load_schema
-from lab.suite import load_suite
+from lab.suites.load import load_suite
 
 DOC = ROOT / "docs" / "suite-format.md"
 MARKER = "<!-- example-suite:"

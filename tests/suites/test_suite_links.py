@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from lab.errors import SuiteError
-from lab.suite import load_suite
+from lab.suites.load import load_suite
 
 DOC: dict[str, Any] = {
     "schemaVersion": 1, "suiteId": "demo", "suiteVersion": "1.0.0", "description": "d",

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lab.errors import SuiteError
-from lab.suite import load_suite
+from lab.suites.load import load_suite
 
 SETTINGS = settings(max_examples=80, derandomize=True, database=None, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from lab import paths
-from lab.config import compose_config
+from lab.config.compose import compose_config
 from lab.errors import ConfigError, SuiteError
-from lab.suite import load_suite, resolve_suite
-from lab.suite_source import confirm_third_party, is_third_party, resolve
+from lab.suites.load import load_suite
+
+from lab.suites.source import confirm_third_party, is_third_party, resolve_suite
 from tests.helpers.lab_process import BIN, ROOT
 
 
@@ -95,7 +96,7 @@ def test_bundled_suites_are_not_third_party(tmp_path: Path) -> None:
 
 
 def test_a_bundled_suite_asks_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    resolve(compose_config(["suite=core"]), stdin=io.StringIO(""))
+    resolve_suite(compose_config(["suite=core"]), stdin=io.StringIO(""))
     assert capsys.readouterr().err == ""
 
 
@@ -109,7 +110,7 @@ def third_party(tmp_path: Path) -> object:
 def test_without_a_terminal_a_third_party_suite_is_refused(tmp_path: Path) -> None:
     err = io.StringIO()
     with pytest.raises(ConfigError, match="no terminal to confirm it; pass yes=true to run it"):
-        resolve(third_party(tmp_path), stdin=io.StringIO("y\n"), stderr=err)
+        resolve_suite(third_party(tmp_path), stdin=io.StringIO("y\n"), stderr=err)
     assert "verifier commands run with your privileges" in err.getvalue()
 
 
@@ -120,10 +121,10 @@ def test_on_a_terminal_the_user_decides(tmp_path: Path, answer: str, accepted: b
     with os.fdopen(secondary, "r") as tty, os.fdopen(main, "w"):
         assert tty.isatty()
         if accepted:
-            assert resolve(third_party(tmp_path), stdin=tty, stderr=err, ask=lambda: answer).id == "ext"
+            assert resolve_suite(third_party(tmp_path), stdin=tty, stderr=err, ask=lambda: answer).id == "ext"
         else:
             with pytest.raises(ConfigError, match="not confirmed; nothing was run"):
-                resolve(third_party(tmp_path), stdin=tty, stderr=err, ask=lambda: answer)
+                resolve_suite(third_party(tmp_path), stdin=tty, stderr=err, ask=lambda: answer)
     assert "[y/N]" in err.getvalue()
 
 
@@ -135,14 +136,14 @@ def test_end_of_input_at_the_question_is_a_no(tmp_path: Path) -> None:
 
     with os.fdopen(secondary, "r") as tty, os.fdopen(main, "w"):
         with pytest.raises(ConfigError, match="not confirmed"):
-            resolve(third_party(tmp_path), stdin=tty, stderr=io.StringIO(), ask=eof)
+            resolve_suite(third_party(tmp_path), stdin=tty, stderr=io.StringIO(), ask=eof)
 
 
 def test_yes_accepts_without_asking_but_still_warns(tmp_path: Path) -> None:
     write_suite(tmp_path)
     err = io.StringIO()
     config = compose_config([f"suite_dir={tmp_path}", "suite=ext", "yes=true"])
-    suite = resolve(config, stderr=err, stdin=io.StringIO(""))
+    suite = resolve_suite(config, stderr=err, stdin=io.StringIO(""))
     assert "warning: suite ext" in err.getvalue() and "[y/N]" not in err.getvalue()
     # Accepted once, the same suite is not asked about again in this process (variants prepare it twice).
     confirm_third_party(suite, yes=False, stdin=io.StringIO(""), stderr=io.StringIO())

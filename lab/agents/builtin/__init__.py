@@ -8,11 +8,11 @@ stop reason, the agent's claim, usage and the ordered event log.
 
 from __future__ import annotations
 
-from lab.agent.budget import Budget
-from lab.agent.loop import DEFAULT_SYSTEM_PROMPT, AgentSettings, run_agent
-from lab.agent.policy import Decision, Policy
-from lab.agent.result import AgentResult, Claim, StopReason
-from lab.agent.tools import TOOLS, Tool, tool_schemas
+from lab.agents.builtin.budget import Budget
+from lab.agents.builtin.loop import DEFAULT_SYSTEM_PROMPT, AgentSettings, run_agent
+from lab.agents.builtin.policy import Decision, Policy
+from lab.agents.builtin.result import AgentResult, Claim, StopReason
+from lab.agents.builtin.tools import TOOLS, Tool, tool_schemas
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",

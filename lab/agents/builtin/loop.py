@@ -16,15 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from lab.agent.budget import Budget, BudgetName, UsageTally
-from lab.agent.compaction import compact, needs_compaction
-from lab.agent.policy import Policy
-from lab.agent.result import AgentResult, EventLog, StopReason, claim_of, divergence_error
-from lab.agent.tools import TOOLS, ToolContext, ToolResult, run_tool, tool_schemas
+from lab.agents.builtin.budget import Budget, BudgetName, UsageTally
+from lab.agents.builtin.compaction import compact, needs_compaction
+from lab.agents.builtin.policy import Policy
+from lab.agents.builtin.result import AgentResult, EventLog, StopReason, claim_of, divergence_error
+from lab.agents.builtin.tools import TOOLS, ToolContext, ToolResult, run_tool, tool_schemas
 from lab.errors import CassetteMiss, ProviderError, ProviderTimeout
-from lab.process import minimal_env
 from lab.providers.base import Provider, ToolCall
 from lab.providers.wire import parse_exchange
+from lab.sandbox.process import minimal_env
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentResult", "AgentSettings", "run_agent"]
 

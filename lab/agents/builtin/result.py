@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lab.agent.budget import BudgetName
+from lab.agents.builtin.budget import BudgetName
 from lab.errors import CassetteMiss
 from lab.providers.base import Completion, Usage
 

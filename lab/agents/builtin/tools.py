@@ -3,7 +3,7 @@
 Each tool has a name, a description, a JSON-schema for its arguments (a
 chat-completions ``tools`` entry) and an *effect* (``read``, ``write``,
 ``process``, ``external``, ``analysis``) the policy grants or refuses. Every path goes through
-``lab.workspace.resolve_inside``; every misuse becomes an observation
+``lab.sandbox.workspace.resolve_inside``; every misuse becomes an observation
 ``error: <message>`` for the model, never an exception out of ``run_tool``.
 
 Result texts the model sees (the scripted provider reads the sha256 lines)::
@@ -35,8 +35,8 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 
 from lab.errors import ConfigError, PolicyViolation, ProcessStartError, ToolError
-from lab.process import run_process
-from lab.workspace import IGNORED_NAMES, resolve_inside
+from lab.sandbox.process import run_process
+from lab.sandbox.workspace import IGNORED_NAMES, resolve_inside
 
 Effect = Literal["read", "write", "process", "external", "analysis"]
 EFFECTS: tuple[Effect, ...] = ("read", "write", "process", "external", "analysis")

@@ -7,12 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lab.agent.budget import Budget
-from lab.agent.loop import AgentSettings, run_agent
-from lab.agent.policy import Policy
-from lab.agent.result import AgentResult
-from lab.process import minimal_env
+from lab.agents.builtin.budget import Budget
+from lab.agents.builtin.loop import AgentSettings, run_agent
+from lab.agents.builtin.policy import Policy
+from lab.agents.builtin.result import AgentResult
 from lab.providers.scripted import ScriptedProvider
+from lab.sandbox.process import minimal_env
 
 PY = sys.executable
 

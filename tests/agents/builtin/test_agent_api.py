@@ -1,18 +1,19 @@
-"""lab.agent's public surface: exports and the result record."""
+"""lab.agents.builtin's public surface: exports and the result record."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import lab.agent
 from agent_helpers import answer, call, run, scripted
+
+import lab.agents.builtin
 
 
 def test_all_is_sorted_and_complete() -> None:
-    assert lab.agent.__all__ == sorted(lab.agent.__all__, key=lambda n: (not n.isupper(), n))
-    for name in lab.agent.__all__:
-        assert hasattr(lab.agent, name), name
+    assert lab.agents.builtin.__all__ == sorted(lab.agents.builtin.__all__, key=lambda n: (not n.isupper(), n))
+    for name in lab.agents.builtin.__all__:
+        assert hasattr(lab.agents.builtin, name), name
 
 
 def test_result_to_json_uses_camel_case_and_is_serialisable(workspace: Path) -> None:

@@ -1,4 +1,4 @@
-"""lab.agent.budget (SPEC H4): each budget stops a real run with its name."""
+"""lab.agents.builtin.budget (SPEC H4): each budget stops a real run with its name."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from agent_helpers import PY, Recording, answer, call, calls, incidents, of_type, run, scripted
 
-from lab.agent.budget import Budget, UsageTally
+from lab.agents.builtin.budget import Budget, UsageTally
 from lab.errors import ProviderTimeout
 from lab.providers.base import Usage
 

@@ -1,4 +1,4 @@
-"""lab.agent.compaction (SPEC H5): checkpoints keep the task verbatim and count apart."""
+"""lab.agents.builtin.compaction (SPEC H5): checkpoints keep the task verbatim and count apart."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from typing import Any
 
 from agent_helpers import Recording, answer, call, calls, incidents, of_type, run, scripted
 
-from lab.agent.compaction import (CHECKPOINT_PREFIX, context_chars, needs_compaction,
-                                  split_for_compaction)
-from lab.agent.loop import AgentSettings
+from lab.agents.builtin.compaction import CHECKPOINT_PREFIX, context_chars, needs_compaction, split_for_compaction
+from lab.agents.builtin.loop import AgentSettings
 from lab.providers.base import Usage
 
 TASK = "Keep this exact task statement: change BIG.txt's first line to 'done'.\n  (verbatim!)"

@@ -1,4 +1,4 @@
-"""lab.agent.loop: whole runs with the scripted provider in real workspaces."""
+"""lab.agents.builtin.loop: whole runs with the scripted provider in real workspaces."""
 
 from __future__ import annotations
 
@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_helpers import (PY, TASK, Recording, answer, call, calls, incidents, of_type, run,
-                           scripted)
+from agent_helpers import PY, TASK, Recording, answer, call, calls, incidents, of_type, run, scripted
 
-from lab.agent.loop import DEFAULT_SYSTEM_PROMPT, AgentSettings
-from lab.agent.result import claim_of
+from lab.agents.builtin.loop import DEFAULT_SYSTEM_PROMPT, AgentSettings
+from lab.agents.builtin.result import claim_of
 from lab.errors import CassetteMiss, ProviderRateLimited
 from lab.providers.base import Usage
 

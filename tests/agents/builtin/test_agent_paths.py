@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from agent_helpers import Recording, answer, call, of_type, run, scripted
 
-from lab.agent.policy import Policy
+from lab.agents.builtin.policy import Policy
 
 SECRET = "top secret\n"
 SECRET_SHA = hashlib.sha256(SECRET.encode()).hexdigest()

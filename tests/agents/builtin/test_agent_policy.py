@@ -1,4 +1,4 @@
-"""lab.agent.policy (SPEC H3): decisions, and the events a run records for them."""
+"""lab.agents.builtin.policy (SPEC H3): decisions, and the events a run records for them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from agent_helpers import PY, Recording, answer, call, incidents, of_type, run, scripted
 
-from lab.agent.policy import Decision, Policy
+from lab.agents.builtin.policy import Decision, Policy
 
 NONE: frozenset[str] = frozenset()
 

@@ -1,4 +1,4 @@
-"""lab.agent.tools: each tool on real files and real processes in tmp_path."""
+"""lab.agents.builtin.tools: each tool on real files and real processes in tmp_path."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from lab.agent.tools import (SEARCH_MAX_MATCHES, TOOLS, ToolContext, ToolResult, run_tool,
-                             tool_schemas)
+from lab.agents.builtin.tools import SEARCH_MAX_MATCHES, TOOLS, ToolContext, ToolResult, run_tool, tool_schemas
 from lab.errors import ConfigError
-from lab.process import minimal_env
+from lab.sandbox.process import minimal_env
 
 PY = sys.executable
 BLOCK = "import os; r, w = os.pipe(); os.read(r, 1)"  # blocks until killed

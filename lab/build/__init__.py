@@ -1,0 +1,14 @@
+"""The doit graph: every run record and every report is a file target (SPEC X4, R7, VA2, K1, E1).
+
+``graph`` composes one eval (config, suite, plan) and yields its tasks: one per
+run record, the report, the closing summary; ``actions`` is what those tasks
+execute; ``ci`` is the CI replay gate over every bundled cassette;
+``variants`` runs variants interleaved and compares them; ``compare_export``
+holds the ``doit compare`` and ``doit export`` targets; ``multirun`` is
+``lab run -m`` (Hydra multirun); ``commands`` runs any of them in-process
+(``lab run``, ``run_suite``) and lists the creators ``dodo.py`` exposes.
+
+May import: lab.execute and everything below it (config, suites, agents,
+replay, providers, sandbox, compare, export, report, bottom modules).
+Never lab.cli.
+"""

@@ -1,0 +1,150 @@
+"""The typed schema of the configuration: one dataclass per config group (SPEC C1).
+
+Hydra validates every composed configuration against ``LabConf`` (registered
+as ``base_config``): types are checked and unknown keys rejected at compose
+time. ``schema_keys`` is the key tree; ``is_measured_key`` says which dotted
+keys belong to the effective-config hash (SPEC C2, VA1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import MISSING
+
+EFFECTS = ("write", "process", "external", "analysis")
+
+
+@dataclass
+class SuiteConf:
+    """``conf/suite/<id>.yaml``: a bundled suite, or ``external`` for one elsewhere.
+
+    ``path`` null means ``<suite_dir>/<id>``; ``id`` null means "whatever
+    suiteId the suite.json at ``path`` declares".
+    """
+
+    id: str | None = None
+    path: str | None = None
+    k: int = 5
+
+
+@dataclass
+class ProviderConf:
+    name: str = MISSING
+    model: str = MISSING
+    reasoning_effort: str | None = None
+    stream: bool = False
+    base_url: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = 120.0
+    max_retries: int = 2
+    headers: dict[str, str] = field(default_factory=dict)  # extra request headers (gateways); not hashed
+
+
+@dataclass
+class ModeConf:
+    name: str = MISSING
+
+
+@dataclass
+class CompactionConf:
+    enabled: bool = True
+    threshold: float = 0.8
+
+
+@dataclass
+class LimitsConf:
+    max_context_chars: int = 200_000
+    tool_output_chars: int = 16_000
+    command_timeout_ms: int = 60_000
+
+
+@dataclass
+class AgentConf:
+    name: str = "builtin"
+    system_prompt: str | None = None
+    tools: list[str] = field(default_factory=list)
+    max_output_tokens: int = 4096
+    temperature: float | None = None
+    compaction: CompactionConf = field(default_factory=CompactionConf)
+    limits: LimitsConf = field(default_factory=LimitsConf)
+
+
+@dataclass
+class RatesConf:
+    input: float | None = None
+    output: float | None = None
+
+
+@dataclass
+class LabConf:
+    suite: SuiteConf = MISSING
+    provider: ProviderConf = MISSING
+    mode: ModeConf = MISSING
+    agent: AgentConf = MISSING
+    k: int | None = None
+    seed: int = 0
+    jobs: int = 1
+    tasks: list[str] = field(default_factory=list)
+    allow: list[str] = field(default_factory=lambda: ["write", "process"])
+    read_only: bool = False
+    allow_suite_full: bool = False
+    rates: RatesConf = field(default_factory=RatesConf)
+    out: str | None = None
+    keep: bool = False
+    progress: bool = False
+    json: bool = False
+    yes: bool = False
+    force: bool = False
+    suite_dir: str | None = None
+    cassette_dir: str | None = None
+
+
+_registered = False
+
+
+def _register_schema() -> None:
+    global _registered
+    if not _registered:
+        from hydra.core.config_store import ConfigStore
+
+        ConfigStore.instance().store(name="base_config", node=LabConf)
+        _registered = True
+
+
+def schema_keys() -> dict[str, Any]:
+    """The key tree of the dataclass schema: field → nested dict, or None for a leaf."""
+    return _schema_keys(LabConf)
+
+
+def _schema_keys(cls: type) -> dict[str, Any]:
+    """Field name -> nested dict for dataclass fields, None for leaves."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: _schema_keys(hints[f.name]) if dataclasses.is_dataclass(hints[f.name]) else None
+            for f in dataclasses.fields(cls)}
+
+
+MEASURED_KEYS = ("provider.model", "provider.reasoning_effort")
+"""Single keys outside ``agent`` that a variant may set."""
+MEASURED_PREFIX = "agent."
+"""Every known key under ``agent`` is measured."""
+
+
+def is_measured_key(key: str) -> bool:
+    """Whether dotted ``key`` is inside the config hash and may be varied (VA1).
+
+    ``mode`` is hashed too, but is not a variant: variants compare live runs.
+    """
+    return (key.startswith(MEASURED_PREFIX) or key in MEASURED_KEYS) and _is_known(key, schema_keys())
+
+
+def _is_known(key: str, known: dict[str, Any]) -> bool:
+    node: Any = known
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True

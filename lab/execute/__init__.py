@@ -1,0 +1,13 @@
+"""Executing an eval: plan the runs, perform one run, record what happened.
+
+``plan`` turns tasks × k into seeded run specs and checks grants;
+``run`` performs one run (workspace, agent, provider, verifiers) and returns
+its record — the only place besides the CLI that catches broad exceptions,
+turning a crash into ``status: error``; ``verifiers`` judges the result;
+``events`` writes versioned JSONL lifecycle events; ``progress`` is the
+terminal progress display; ``interrupt`` turns Ctrl-C/SIGTERM into an
+orderly cancellation (exit 130).
+
+May import: lab.config, lab.suites, lab.agents, lab.replay, lab.providers,
+lab.sandbox, lab.report and the bottom modules. Never lab.build or lab.cli.
+"""

@@ -1,0 +1,9 @@
+"""Sharing results outside the machine (SPEC E1–E3): the export bundle,
+secret scanning, path scrubbing.
+
+``bundle`` writes one JSON bundle per run (scrubbed paths, secrets checked);
+``secrets`` finds credentials in text (detect-secrets plugins plus the
+configured keys) and is also used before a cassette is written.
+
+May import: lab.store and the bottom modules.
+"""

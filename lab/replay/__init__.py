@@ -1,0 +1,11 @@
+"""Record and replay of provider traffic (SPEC R1–R7): the cassette format,
+request normalisation and fingerprints, divergence paths.
+
+``cassette`` holds the ``cassette/v1`` reader and writer, the Recorder and
+the Replayer that wrap a provider. A replay divergence is detected in
+``lab/replay/cassette.py`` (the Replayer compares each request's fingerprint
+with the recording and names the first differing field).
+
+May import: lab.providers (the Provider protocol, exchanges), lab.export
+(secret scanning before a cassette is written) and the bottom modules.
+"""

@@ -1,0 +1,11 @@
+"""Suites (SPEC S1–S7): load, validate, digest, path safety, where a suite comes from.
+
+``load`` validates ``suite.json`` against its JSON Schema plus semantic checks
+and reports every error at once, naming suite, task and field; ``paths``
+keeps fixture and verifier paths inside the suite (no ``..``, absolute paths
+or escaping symlinks) and computes the content digest; ``source`` resolves
+``suite=``/``suite_dir=``/``suite.path=`` to a loaded suite (bundled or
+third-party); ``stress`` generates seeded ``chain-walk-rules`` instances.
+
+May import: the bottom modules only (errors, paths, schemas).
+"""
