@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lab.errors import LabError, ProcessStartError, ToolError
+from lab.sandbox.confined import inspect_confined
 from lab.sandbox.process import run_process
-from lab.sandbox.workspace import Snapshot, diff_snapshots, resolve_inside, snapshot
+from lab.sandbox.workspace import Snapshot, diff_snapshots, snapshot
 
 VerifierStatus = Literal["pass", "fail", "error"]
 
@@ -135,19 +136,26 @@ def _check_command(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
 # --- files (V2–V4) ------------------------------------------------------------
 
 def _read_file(spec: Mapping[str, Any], ctx: _Context) -> tuple[str, bytes | None]:
-    """(rel, bytes) of the spec's path; bytes None when missing or not a file."""
+    """(rel, bytes) of the spec's path; bytes None when missing or not a regular file.
+
+    Nothing is followed: a path the agent turned into a symbolic link, a FIFO
+    or a directory is the agent's doing, so the check fails (it is not an
+    infrastructure error).
+    """
     rel = _field(spec, "path", str)
-    path = resolve_inside(ctx.workspace, rel)
-    if not path.is_file():
-        return rel, None
-    return rel, path.read_bytes()
+    found = inspect_confined(ctx.workspace, rel)
+    return rel, found.data
+
+
+def _what(ctx: _Context, rel: str) -> str:
+    return inspect_confined(ctx.workspace, rel).describe()
 
 
 def _check_file_equals(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
     expected = _field(spec, "sha256", str).lower()
     rel, data = _read_file(spec, ctx)
     if data is None:
-        return "fail", f"{rel} is missing (or not a regular file)", {"expectedSha256": expected}
+        return "fail", f"{rel} is missing (or not a regular file: {_what(ctx, rel)})", {"expectedSha256": expected}
     actual = hashlib.sha256(data).hexdigest()
     diagnostics = {"expectedSha256": expected, "actualSha256": actual, "bytes": len(data)}
     if actual != expected:
@@ -159,7 +167,7 @@ def _check_file_contains(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
     text = _field(spec, "text", str)
     rel, data = _read_file(spec, ctx)
     if data is None:
-        return "fail", f"{rel} is missing (or not a regular file)", {}
+        return "fail", f"{rel} is missing (or not a regular file: {_what(ctx, rel)})", {}
     if text.encode("utf-8") not in data:
         return "fail", f"{rel} does not contain {_one_line(text)!r}", {"bytes": len(data)}
     return "pass", f"{rel} contains {_one_line(text)!r}", {"bytes": len(data)}
@@ -167,10 +175,11 @@ def _check_file_contains(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
 
 def _check_file_absent(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
     rel = _field(spec, "path", str)
-    path = resolve_inside(ctx.workspace, rel)
-    # A dangling link at the path counts as present: the name still exists.
-    if path.exists() or (ctx.workspace / rel).is_symlink():
-        return "fail", f"{rel} exists", {}
+    # Anything at the name counts as present, a dangling link included; a
+    # directory on the way that became a link is the agent's doing too.
+    found = inspect_confined(ctx.workspace, rel)
+    if found.kind != "absent":
+        return "fail", f"{rel} exists ({found.describe()})", {}
     return "pass", f"{rel} is absent", {}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 import threading
 from pathlib import Path
@@ -154,13 +155,49 @@ def test_file_absent_counts_a_dangling_link_as_present(workspace: Path) -> None:
 @pytest.mark.parametrize("kind, extra", [("file-equals", {"sha256": "0" * 64}),
                                          ("file-contains", {"text": "outside"}),
                                          ("file-absent", {})])
-@pytest.mark.parametrize("path", ["../outside.txt", "/etc/passwd", "escape-link"])
-def test_path_outside_the_workspace_is_an_error(workspace: Path, kind: str,
-                                                extra: dict[str, str], path: str) -> None:
-    os.symlink("../outside.txt", workspace / "escape-link")
+@pytest.mark.parametrize("path", ["../outside.txt", "/etc/passwd"])
+def test_a_verifier_path_outside_the_workspace_is_an_error(workspace: Path, kind: str,
+                                                           extra: dict[str, str], path: str) -> None:
     result = _run({"kind": kind, "path": path, **extra}, workspace)
     assert result.status == "error", result.detail
     assert "escapes" in result.detail or "absolute" in result.detail
+
+
+def _plant(workspace: Path, what: str) -> None:
+    """Replace calc.py (and pkg/) the way an agent's command could."""
+    (workspace / "calc.py").unlink()
+    if what == "symlink-out":
+        os.symlink("/etc/passwd", workspace / "calc.py")
+    elif what == "symlink-in":
+        os.symlink("pkg/mod.py", workspace / "calc.py")
+    elif what == "fifo":
+        os.mkfifo(workspace / "calc.py")
+    elif what == "directory":
+        (workspace / "calc.py").mkdir()
+
+
+@pytest.mark.parametrize("what", ["symlink-out", "symlink-in", "fifo", "directory"])
+@pytest.mark.parametrize("kind, extra", [("file-equals", {"sha256": "0" * 64}),
+                                         ("file-contains", {"text": "def"}),
+                                         ("file-absent", {})])
+def test_a_path_the_agent_replaced_by_a_link_fifo_or_directory_fails_the_check(
+        workspace: Path, kind: str, extra: dict[str, str], what: str) -> None:
+    _plant(workspace, what)
+    result = _run({"kind": kind, "path": "calc.py", **extra}, workspace)
+    assert result.status == "fail", result.detail
+    if kind != "file-absent":
+        assert {"symlink-out": "symbolic link", "symlink-in": "symbolic link", "fifo": "FIFO",
+                "directory": "directory"}[what] in result.detail
+
+
+def test_a_directory_on_the_way_turned_into_a_link_fails_the_check(workspace: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "mod.py").write_text("x = 1\n")
+    shutil.rmtree(workspace / "pkg")
+    os.symlink(outside, workspace / "pkg")
+    result = _run({"kind": "file-contains", "path": "pkg/mod.py", "text": "x = 1"}, workspace)
+    assert result.status == "fail", result.detail
 
 
 # --- tree-diff-within (V5) -----------------------------------------------------------

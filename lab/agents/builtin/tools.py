@@ -35,6 +35,7 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 
 from lab.errors import ConfigError, PolicyViolation, ProcessStartError, ToolError
+from lab.sandbox.confined import write_confined
 from lab.sandbox.process import run_process
 from lab.sandbox.workspace import IGNORED_NAMES, resolve_inside
 
@@ -227,15 +228,10 @@ def _page(chosen: list[str], start: int, total: int, limit: int) -> str:
     return f"{text}{sep}[{note}lines {start + 1}-{shown_to} of {total} shown{more}]"
 
 
-def _write_bytes(rel: str, target: Path, data: bytes) -> None:
-    if target.is_dir():
-        raise ToolError(f"{rel!r} is a directory")
-    _require_regular(target, rel)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    except OSError as exc:
-        raise _os_error("write", rel, exc) from exc
+def _write_bytes(ctx: ToolContext, target: Path, data: bytes) -> None:
+    """Write through no symbolic link and no extra hard link (see lab.sandbox.confined)."""
+    root = Path(ctx.workspace).resolve()
+    write_confined(root, target.relative_to(root).as_posix(), data)
 
 
 def _written(ctx: ToolContext, target: Path, data: bytes) -> ToolResult:
@@ -245,7 +241,7 @@ def _written(ctx: ToolContext, target: Path, data: bytes) -> ToolResult:
 def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     target = resolve_inside(ctx.workspace, args["path"])
     data = args["content"].encode("utf-8")
-    _write_bytes(args["path"], target, data)
+    _write_bytes(ctx, target, data)
     return _written(ctx, target, data)
 
 
@@ -271,7 +267,7 @@ def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolError(f"old text occurs {count} times in {rel!r}; it must occur exactly "
                         "once (copy it exactly, with enough context to be unique)")
     new_data = text.replace(old, args["new"], 1).encode("utf-8")
-    _write_bytes(rel, target, new_data)
+    _write_bytes(ctx, target, new_data)
     return _written(ctx, target, new_data)
 
 
