@@ -190,10 +190,8 @@ class BwrapBackend:
                          binds: Sequence[Bind]) -> list[str]:
         if self._support is None:
             self._support = hostfs.support_dir()
-        args = ["--ro-bind", "/usr", "/usr", *hostfs.top_level_args()]
-        for name in sorted(hostfs.SUPPORT_FILES):
-            args += ["--ro-bind", str(self._support / name), f"/etc/{name}"]
-        args += hostfs.etc_args(network)
+        args = ["--ro-bind", "/usr", "/usr", *hostfs.top_level_args(),
+                "--ro-bind", str(self._support), "/etc", *hostfs.etc_args(network)]
         args += ["--proc", "/proc", "--dev", "/dev"]
         # /dev/shm gets its own bounded tmpfs; /dev itself is made read-only
         # below (bwrap's /dev tmpfs belongs to the sandbox user, unbounded).

@@ -4,11 +4,16 @@ Three things live here, apart from the argv builder in ``bwrap.py``:
 
 - the host's top-level layout (``/bin`` a symlink into ``/usr`` on merged-usr
   distributions, a real directory elsewhere), mirrored inside;
-- the few ``/etc`` entries programs need, bound read-only if present;
-- the sandbox's own ``/etc/passwd``, ``group``, ``hosts`` and
-  ``nsswitch.conf`` (one user ``lab``, uid 1000), written once per host user
-  into a content-addressed directory under the temp dir and bound read-only,
-  so the host's account names never show inside.
+- the sandbox's own ``/etc``: a directory holding a generated ``passwd``,
+  ``group``, ``hosts`` and ``nsswitch.conf`` (one user ``lab``, uid 1000) and
+  empty mount points for the few host entries programs need, written once per
+  host user into a content-addressed directory under the temp dir and bound
+  read-only as a whole, so the host's account names never show inside;
+- which host ``/etc`` entries are bound onto those mount points.
+
+One bind for ``/etc`` instead of one per file: every bind mount costs bwrap
+a few syscalls and a pass over ``/proc/self/mountinfo`` (see
+docs/sandbox.md, "Overhead").
 """
 
 from __future__ import annotations
@@ -31,15 +36,17 @@ SANDBOX_HOME = "/home/lab"
 TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 """Top-level entries mirrored from the host (symlink or read-only bind)."""
 
-ETC_ALWAYS = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl",
-              "ca-certificates", "pki", "protocols", "services")
-"""``/etc`` entries bound read-only when present: the dynamic linker's cache
-(Debian's multiarch libraries are found only through it), the alternatives
-symlinks (``/usr/bin/awk`` points there), certificates, protocol and service
-names. Not the host's git, shell or Python configuration."""
+ETC_ALWAYS: dict[str, bool] = {"ld.so.cache": False, "alternatives": True}
+"""Host ``/etc`` entries bound read-only when present (name → is a directory):
+the dynamic linker's cache (Debian's multiarch libraries are found only
+through it) and the alternatives symlinks (``/usr/bin/awk`` points there).
+Not the host's git, shell or Python configuration."""
 
-ETC_NETWORK = ("resolv.conf", "gai.conf", "host.conf")
-"""Added only when the command is granted the network."""
+ETC_NETWORK: dict[str, bool] = {
+    "resolv.conf": False, "gai.conf": False, "host.conf": False, "protocols": False,
+    "services": False, "ssl": True, "ca-certificates": True, "pki": True}
+"""Added only when the command is granted the network: name resolution,
+service names and the certificate stores."""
 
 SUPPORT_FILES: dict[str, str] = {
     "passwd": (f"{SANDBOX_USER}:x:{SANDBOX_UID}:{SANDBOX_UID}:{SANDBOX_USER}:"
@@ -51,6 +58,11 @@ SUPPORT_FILES: dict[str, str] = {
                       "networks: files\nprotocols: files\nservices: files\n"),
 }
 """The sandbox's generated ``/etc`` files (name → content)."""
+
+_MOUNT_POINTS = {**ETC_ALWAYS, **ETC_NETWORK}
+"""Empty files and directories in the support ``/etc`` for host entries to be
+bound onto: the support directory is mounted read-only, so bwrap could not
+create them."""
 
 
 def top_level_args(root: Path = Path("/")) -> list[str]:
@@ -74,23 +86,28 @@ def top_level_args(root: Path = Path("/")) -> list[str]:
 
 
 def etc_args(network: bool, root: Path = Path("/")) -> list[str]:
-    """``--ro-bind-try`` arguments for the host ``/etc`` entries in use."""
-    names = ETC_ALWAYS + (ETC_NETWORK if network else ())
+    """``--ro-bind-try`` arguments for the host ``/etc`` entries in use.
+
+    An entry is bound only when it exists on the host as the kind (file or
+    directory, symlinks followed) its mount point has.
+    """
+    names = {**ETC_ALWAYS, **(ETC_NETWORK if network else {})}
     args: list[str] = []
-    for name in names:
+    for name, is_dir in names.items():
         source = root / "etc" / name
-        if os.path.lexists(source):
+        if source.is_dir() if is_dir else source.is_file():
             args += ["--ro-bind-try", str(source), f"/etc/{name}"]
     return args
 
 
 def _digest() -> str:
-    data = "".join(f"{name}\0{text}\0" for name, text in sorted(SUPPORT_FILES.items()))
+    layout = sorted(SUPPORT_FILES.items()) + sorted((k, str(v)) for k, v in _MOUNT_POINTS.items())
+    data = "".join(f"{name}\0{text}\0" for name, text in layout)
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
 def _is_ours(path: Path, euid: int) -> bool:
-    """True when ``path`` is a real directory of ours nobody else can change."""
+    """True when ``path`` is a complete support dir of ours nobody else can change."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -103,11 +120,28 @@ def _is_ours(path: Path, euid: int) -> bool:
         if not entry.is_file() or entry.is_symlink() or entry.read_text("utf-8") != text:
             raise SandboxError(f"sandbox support file {str(entry)!r} differs from what the "
                                f"lab writes; remove {str(path)!r}")
+    for name, is_dir in _MOUNT_POINTS.items():
+        entry = path / name
+        if entry.is_symlink() or not (entry.is_dir() if is_dir else entry.is_file()):
+            raise SandboxError(f"sandbox mount point {str(entry)!r} is missing or of the "
+                               f"wrong kind; remove {str(path)!r}")
     return True
 
 
+def _write(staging: Path) -> None:
+    for name, text in SUPPORT_FILES.items():
+        (staging / name).write_text(text, "utf-8")
+        os.chmod(staging / name, 0o644)
+    for name, is_dir in _MOUNT_POINTS.items():
+        if is_dir:
+            os.mkdir(staging / name, 0o755)
+        else:
+            (staging / name).touch(0o644)
+    os.chmod(staging, 0o755)
+
+
 def support_dir(tmp: Path | None = None) -> Path:
-    """The directory holding the sandbox's generated ``/etc`` files.
+    """The directory bound read-only as the sandbox's ``/etc``.
 
     Named by the content's digest and the lab's uid, written atomically (a
     private temp dir renamed into place) and checked on reuse, so several labs
@@ -118,7 +152,8 @@ def support_dir(tmp: Path | None = None) -> Path:
         tmp: parent directory; ``tempfile.gettempdir()`` when None.
 
     Returns:
-        The directory; it contains every name of ``SUPPORT_FILES``.
+        The directory: every name of ``SUPPORT_FILES`` with its content, and
+        an empty file or directory for every host entry that may be bound.
 
     Raises:
         SandboxError: an existing directory of that name is not ours or was
@@ -131,10 +166,7 @@ def support_dir(tmp: Path | None = None) -> Path:
         return final
     staging = Path(tempfile.mkdtemp(prefix=".lab-sandbox-etc-", dir=parent))
     try:
-        for name, text in SUPPORT_FILES.items():
-            (staging / name).write_text(text, "utf-8")
-            os.chmod(staging / name, 0o644)
-        os.chmod(staging, 0o755)
+        _write(staging)
         try:
             os.rename(staging, final)
         except OSError:
