@@ -20,6 +20,7 @@ from lab.sandbox.registry import (
     resolve_backend,
     unregister_backend,
 )
+from tests.helpers.sandboxed import require_bwrap
 
 
 def test_sandbox_error_is_a_lab_error() -> None:
@@ -184,3 +185,19 @@ def test_launch_env_of_bwrap_holds_nothing_of_the_lab(bwrap: BwrapBackend,
 def test_bwrap_backend_refuses_root_as_the_sandbox_host_uid(host_uid: int) -> None:
     with pytest.raises(SandboxError, match="host_uid must be a non-root uid"):
         BwrapBackend(host_uid=host_uid)
+
+
+def test_under_ci_a_missing_bwrap_fails_the_sandbox_tests_instead_of_skipping(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI is set but bwrap is missing"):
+        require_bwrap()
+
+
+def test_outside_ci_a_missing_bwrap_skips_naming_the_fix(monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="apt-get install bubblewrap"):
+        require_bwrap()
