@@ -223,12 +223,16 @@ class BwrapBackend:
 
         Raises:
             SandboxError: a bad request (see ``check_request``), a missing
-                bind source, a path the sandbox user cannot reach, or limits
-                without prlimit.
+                bind source, a path the sandbox user cannot reach, a task copy
+                not yet ``prepare``d (lab running as root), or limits without
+                prlimit.
         """
         check_request(argv, workspace, env)
         workspace = Path(workspace).resolve()
         self._check_reachable(workspace)
+        if self.drop_to is not None and workspace.stat().st_uid != self.drop_to:
+            raise SandboxError(f"sandbox bwrap: task copy {str(workspace)!r} is not owned by "
+                               f"the sandbox's host uid {self.drop_to}; call prepare() on it first")
         inner_env = self._env(env)
         setenv: list[str] = ["--clearenv"]
         for key, value in sorted(inner_env.items()):

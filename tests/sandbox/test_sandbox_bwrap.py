@@ -148,6 +148,14 @@ def test_prepare_hands_the_task_copy_to_the_sandbox_user(bwrap: BwrapBackend,
     assert owners == {bwrap.drop_to}
 
 
+@pytest.mark.skipif(not AS_ROOT, reason="only a root lab hands files to another uid")
+def test_a_task_copy_not_yet_prepared_is_refused(bwrap: BwrapBackend, run_root: RunRoot) -> None:
+    fresh = run_root.path / "not-prepared"
+    fresh.mkdir()
+    with pytest.raises(SandboxError, match="call prepare\\(\\) on it first"):
+        bwrap.wrap(["true"], workspace=fresh, env={})
+
+
 @pytest.mark.skipif(not AS_ROOT, reason="only a root lab changes owners")
 def test_prepare_never_follows_a_planted_symlink(bwrap: BwrapBackend, workspace: Path,
                                                  run_root: RunRoot) -> None:
