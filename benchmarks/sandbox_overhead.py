@@ -30,10 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.process import run_process  # noqa: E402
 from lab.sandbox.base import SandboxBackend  # noqa: E402
 from lab.sandbox.bwrap import SANDBOX_PATH, BwrapBackend  # noqa: E402
 from lab.sandbox.none import NoneBackend  # noqa: E402
+from lab.sandbox.process import run_process  # noqa: E402
 from lab.sandbox.reaper import RunRoot  # noqa: E402
 from lab.sandbox.registry import resolve_backend  # noqa: E402
 

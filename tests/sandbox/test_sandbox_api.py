@@ -10,10 +10,10 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from lab.errors import LabError
-from lab.process import run_process
 from lab.sandbox.base import Bind, Launch, Limits, SandboxBackend, SandboxError, check_request
 from lab.sandbox.bwrap import BwrapBackend
 from lab.sandbox.none import NoneBackend
+from lab.sandbox.process import run_process
 from lab.sandbox.registry import (
     known_backends,
     register_backend,

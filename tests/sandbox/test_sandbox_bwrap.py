@@ -12,10 +12,10 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from lab.process import run_process
 from lab.sandbox import hostfs
 from lab.sandbox.base import Bind, Limits, SandboxError
 from lab.sandbox.bwrap import WORKSPACE, BwrapBackend
+from lab.sandbox.process import run_process
 from lab.sandbox.reaper import RunRoot
 from tests.helpers.sandboxed import run_launch
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.process import run_process
 from lab.sandbox.base import Limits
 from lab.sandbox.bwrap import BwrapBackend
+from lab.sandbox.process import run_process
 from lab.sandbox.reaper import RunRoot
 from tests.helpers.sandboxed import run_launch
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.process import run_process
 from lab.sandbox.bwrap import BwrapBackend
+from lab.sandbox.process import run_process
 from tests.helpers.sandboxed import open_pidfds, pids_with_marker, still_running
 
 SLEEPER = "import os, sys, time; os.write(int(sys.argv[1]), b'r'); os.close(int(sys.argv[1])); {then}time.sleep(1000)"
