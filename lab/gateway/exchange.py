@@ -115,6 +115,21 @@ async def _play(events: list[SseEvent]) -> AsyncGenerator[SseEvent, None]:
         yield event
 
 
+def is_terminal(api: Api, event: SseEvent) -> bool:
+    """True for the event that ends a well-formed stream: ``[DONE]`` (chat) or a final response event.
+
+    The gateway settles its accounts and recordings *before* passing this
+    event on, so an agent that exits as soon as it sees it leaves nothing
+    unsettled.
+    """
+    if api == "chat":
+        return event.data.strip() == "[DONE]"
+    if event.event is not None:
+        return event.event in FINAL_RESPONSE_EVENTS
+    obj = _json_object(event.data) if '"type"' in event.data else None
+    return obj is not None and obj.get("type") in FINAL_RESPONSE_EVENTS
+
+
 class UsageTap:
     """Finds the provider-reported usage in an answer as it passes.
 

@@ -52,7 +52,7 @@ from aiohttp import web
 
 from lab.errors import CassetteMiss
 from lab.gateway.errors import GatewayError, UpstreamError
-from lab.gateway.exchange import UpstreamReply, UsageTap
+from lab.gateway.exchange import UpstreamReply, UsageTap, is_terminal
 from lab.gateway.meter import BudgetName, GatewayBudget, GatewayStats, Meter
 from lab.gateway.upstream import Endpoint, Upstream, UpstreamRequest
 from lab.replay.normalise import Api
@@ -319,11 +319,14 @@ class Gateway:
         response = web.StreamResponse(status=reply.status, headers={
             "Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         tap = UsageTap(api)
-        complete = False
+        complete = settled = False
         try:
             await response.prepare(request)
             async for event in reply.events:
                 tap.feed_event(event)
+                if not settled and is_terminal(api, event):
+                    self._meter.add_usage(tap.usage)  # settled before the agent can see the end
+                    settled = True
                 await response.write(event.encode())
             complete = True
         except UpstreamError:
@@ -333,7 +336,8 @@ class Gateway:
         finally:
             await reply.events.aclose()
         if complete:
-            self._meter.add_usage(tap.usage)
+            if not settled:
+                self._meter.add_usage(tap.usage)
             await response.write_eof()
         elif request.transport is not None:
             request.transport.abort()  # a broken stream must not end like a clean one

@@ -30,7 +30,8 @@ import httpx
 from httpx_sse import EventSource, SSEError
 
 from lab.gateway.errors import UpstreamError
-from lab.gateway.exchange import SseEvent, UpstreamReply, body_exchange, reply_from_exchange, sse_exchange
+from lab.gateway.exchange import (SseEvent, UpstreamReply, body_exchange, is_terminal, reply_from_exchange,
+                                  sse_exchange)
 from lab.providers.base import Exchange
 from lab.replay.matching import Matcher
 from lab.replay.normalise import Api, RequestNormaliser, fingerprint
@@ -209,15 +210,20 @@ class RecordingUpstream:
     async def _tee(self, request: UpstreamRequest, normalised: dict[str, Any], status: int,
                    events: AsyncGenerator[SseEvent, None]) -> AsyncGenerator[SseEvent, None]:
         seen: list[SseEvent] = []
-        complete = False
+        reported = complete = False
         try:
             async for event in events:
                 seen.append(event)
+                if is_terminal(request.api, event):
+                    # Reported before the agent sees the end, so it is there once the agent exits.
+                    self._report(request, normalised, sse_exchange(status, seen))
+                    reported = True
                 yield event
             complete = True
         finally:
             await events.aclose()
-            self._report(request, normalised, sse_exchange(status, seen, complete=complete))
+            if not reported:
+                self._report(request, normalised, sse_exchange(status, seen, complete=complete))
 
     def _report(self, request: UpstreamRequest, normalised: dict[str, Any], exchange: Exchange) -> None:
         self.observer(RecordedCall(request.call_index, request.api, normalised, fingerprint(normalised),

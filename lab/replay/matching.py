@@ -14,11 +14,12 @@ Recordings never served are a divergence too (:meth:`Matcher.finish`).
 Divergence paths (:func:`first_difference`):
 
 * object keys in sorted order, joined by ``.`` (``messages[3].content``);
-  a key that is not an identifier is quoted: ``metadata["x-y"]``;
+  a key that is not an identifier is quoted: ``metadata["x-y"]``, ``[""]``;
 * conversation lists by index (``input[2].content[0].text``);
 * ``tools`` and ``functions`` lists by tool name when every tool on both
   sides has a unique name (``function.name``, else ``name``), skipping
-  the ``function`` wrapper: ``tools[edit_file].description``; a tool only
+  the ``function`` wrapper: ``tools[edit_file].description`` (a name with
+  characters other than letters, digits and ``_.:-`` is quoted); a tool only
   one side has is ``tools[name]``; the same tools in another order is
   ``tools``;
 * values of different types at the top level: ``<body>``. The path is
@@ -325,7 +326,8 @@ def _unwrap(item: Any) -> Any:
     return item
 
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BARE_NAME = re.compile(r"[A-Za-z0-9_.:-]+")
 
 
 def _join(path: str, key: str) -> str:
@@ -335,11 +337,11 @@ def _join(path: str, key: str) -> str:
 
 
 def _quote(name: str) -> str:
-    return name if _IDENTIFIER.fullmatch(name) else json.dumps(name, ensure_ascii=False)
+    return name if _BARE_NAME.fullmatch(name) else json.dumps(name, ensure_ascii=False)
 
 
 def _last_key(path: str) -> str:
-    match = re.search(r"(?:^|\.)([A-Za-z_][A-Za-z0-9_-]*)$", path)
+    match = re.search(r"(?:^|\.)([A-Za-z_][A-Za-z0-9_]*)$", path)
     return match.group(1) if match else ""
 
 
