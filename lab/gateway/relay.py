@@ -13,11 +13,17 @@ polling; ``PORT`` 0 lets the kernel choose. Usage errors exit 2, a port it
 cannot bind exits 1, both with one line on stderr. It runs until killed
 (the sandbox's pid namespace ends it with the run).
 
-Why this and not socat (installed at ``/usr/bin/socat`` here): socat gives
-no readiness signal but a log line at ``-d -d`` whose wording varies by
-version, and it is not always present inside a minimal sandbox; this script
-needs only the interpreter the agent already has. Its start-up is measured
-by ``benchmarks/relay_start.py`` beside socat's.
+Why this and not socat (installed at ``/usr/bin/socat`` here): measured by
+``benchmarks/relay_start.py`` (start until ready and a first connection
+accepted, 2 loaded CPUs): relay.py ~30-60 ms median, which is the bare
+interpreter's start-up (``python3 -I -S``) and nothing more; socat 1.7.4
+~6-10 ms. socat is faster by tens of milliseconds, but it is one more system
+package the sandbox must contain, and its only readiness signal is a
+``-d -d`` log line whose wording varies by version. relay.py needs only the
+interpreter the lab already has and says ``ready`` in one stable line; tens
+of milliseconds are small beside an agent's own start-up (the reference
+agent imports openai in ~0.7 s). Through the relay a call costs ~0.4-1 ms
+more than straight to the gateway's TCP port (``benchmarks/gateway_overhead.py``).
 
 Design: one thread per direction per connection (agents open a handful of
 connections); when one side ends its writes the other side's write half is
