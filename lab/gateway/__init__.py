@@ -18,8 +18,14 @@ from lab.gateway.errors import GatewayError, UpstreamError
 from lab.gateway.exchange import SseEvent, UpstreamReply
 from lab.gateway.meter import BudgetName, GatewayBudget, GatewayStats
 from lab.gateway.server import Gateway, GatewayAddress, Halt, HaltReason, new_token
-from lab.gateway.upstream import (LiveUpstream, RecordedCall, RecordingUpstream, ReplayUpstream, Upstream,
-                                  UpstreamRequest)
+from lab.gateway.upstream import (
+                                  LiveUpstream,
+                                  RecordedCall,
+                                  RecordingUpstream,
+                                  ReplayUpstream,
+                                  Upstream,
+                                  UpstreamRequest,
+)
 
 __all__ = [
     "BudgetName",

@@ -31,8 +31,7 @@ import httpx
 from httpx_sse import EventSource, SSEError
 
 from lab.gateway.errors import UpstreamError
-from lab.gateway.exchange import (SseEvent, UpstreamReply, body_exchange, is_terminal, reply_from_exchange,
-                                  sse_exchange)
+from lab.gateway.exchange import SseEvent, UpstreamReply, body_exchange, is_terminal, reply_from_exchange, sse_exchange
 from lab.providers.base import Exchange
 from lab.replay.matching import Matcher
 from lab.replay.normalise import Api, RequestNormaliser, fingerprint
