@@ -82,7 +82,7 @@ def test_a_relay_without_a_gateway_closes_the_connection(
         start_relay: Callable[[Path], tuple[subprocess.Popen[str], str]], socket_path: Path) -> None:
     process, url = start_relay(socket_path)
 
-    with pytest.raises(httpx.RemoteProtocolError):
+    with pytest.raises(httpx.TransportError):  # a FIN or a RST, depending on what the relay had read
         httpx.get(url + "/v1/models")
 
     process.kill()
