@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any
 
 import httpx
@@ -21,9 +22,11 @@ NORMALISE = RequestNormaliser()
 
 
 def chat_body(note: str, *, stream: bool, **extra: Any) -> dict[str, Any]:
+    """A chat request whose session id, timestamp and request id are fresh on every call."""
+    now = datetime.now(timezone.utc).isoformat()
     return {"model": "m", "stream": stream, "user": f"session-{uuid.uuid4()}", **extra,
             "messages": [{"role": "system", "content": "be brief"},
-                         {"role": "user", "content": f"task {note} at 2025-01-0{1 + len(note) % 8}T10:11:12Z"}]}
+                         {"role": "user", "content": f"task {note} at {now} (request {uuid.uuid4()})"}]}
 
 
 def responses_body(stream: bool) -> dict[str, Any]:
@@ -62,7 +65,7 @@ def test_the_observer_gets_each_normalised_request_and_raw_exchange(make_gateway
     assert [(c.index, c.api, c.exchange["type"]) for c in recorded] == [
         (0, "chat", "sse"), (1, "chat", "json"), (2, "responses", "sse"), (3, "responses", "json")]
     assert "user" not in recorded[0].request
-    assert recorded[0].request["messages"][1]["content"] == "task a at <datetime>"
+    assert recorded[0].request["messages"][1]["content"] == "task a at <datetime> (request <uuid>)"
     assert recorded[0].exchange["events"][-1] == "[DONE]"
     assert recorded[2].exchange["eventNames"][-1] == "response.completed"
     assert "id" not in recorded[2].request["input"][0]
@@ -125,7 +128,8 @@ def test_a_changed_message_diverges_with_its_path_and_excerpts(make_gateway: Mak
     divergence = halts.calls[0].divergence
     assert divergence is not None
     assert divergence.field == "messages[1].content"
-    assert (divergence.recorded, divergence.actual) == ("task a at <datetime>", "task c at <datetime>")
+    assert (divergence.recorded, divergence.actual) == ("task a at <datetime> (request <uuid>)",
+                                                        "task c at <datetime> (request <uuid>)")
 
 
 def test_unused_recordings_are_a_divergence_at_the_end(make_gateway: MakeGateway,
