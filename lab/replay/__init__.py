@@ -2,7 +2,11 @@
 request normalisation and fingerprints, divergence paths.
 
 ``cassette`` holds the ``cassette/v1`` reader and writer, the Recorder and
-the Replayer that wrap a provider. A replay divergence is detected in
+the Replayer that wrap a provider. ``normalise`` turns a request from a
+program the lab does not control into its comparable form (volatile fields
+dropped, volatile text masked, numbers canonicalised) and ``matching`` serves
+recordings by content, in recorded order, naming the first differing field
+on a miss. A replay divergence is detected in
 ``lab/replay/cassette.py`` (the Replayer compares each request's fingerprint
 with the recording and names the first differing field).
 

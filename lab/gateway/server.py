@@ -1,0 +1,356 @@
+"""The per-run gateway: an OpenAI-compatible HTTP server the lab owns (SPEC G1, G4).
+
+Built on aiohttp's web server, run on its own event loop in a background
+thread, started and stopped per run. It listens on ``127.0.0.1`` (port
+chosen by the kernel) and/or on a path-based unix socket, which a sandbox
+with an unshared network reaches through ``lab/gateway/relay.py``.
+
+Routes (nothing else exists)::
+
+    POST /v1/chat/completions   streamed (SSE, event by event as they arrive) or not
+    POST /v1/responses          streamed (events keep their ``event:`` names) or not
+    GET  /v1/models             answered locally from ``models``
+    anything else               404, WebSocket upgrades included
+
+Every request must carry ``Authorization: Bearer <token>`` (the per-run
+token, never the real key), else 401, whatever the path. The gateway's own
+errors are JSON ``{"error": {"message", "type", "code", "param"}}``:
+
+=====  ======================  ================================================
+ 400   ``budget_exceeded``     a budget is used up (sticky); 400 because SDKs
+                               do not retry it, so a well-behaved agent stops
+ 400   ``replay_divergence``   replay has no recording for this request (sticky)
+ 400   ``invalid_request``     the body is not a JSON object
+ 401   ``unauthorized``        missing or wrong token
+ 404   ``not_found``           any other route
+ 502   ``upstream_error``      the provider could not be reached
+ 504   ``upstream_timeout``    the provider timed out
+=====  ======================  ================================================
+
+A budget exceeded or a replay divergence *halts* the run: :attr:`Gateway.halted`
+is set and ``on_halt`` is called once (on the gateway's thread; it must be
+quick and must not raise) so the lab can kill the agent's process group —
+some agents retry errors forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import secrets
+import stat
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+from aiohttp import web
+
+from lab.errors import CassetteMiss
+from lab.gateway.errors import GatewayError, UpstreamError
+from lab.gateway.exchange import UpstreamReply, UsageTap, is_terminal
+from lab.gateway.meter import BudgetName, GatewayBudget, GatewayStats, Meter
+from lab.gateway.upstream import Endpoint, Upstream, UpstreamRequest
+from lab.replay.normalise import Api
+
+ROUTES: dict[str, tuple[Api, Endpoint]] = {
+    "/v1/chat/completions": ("chat", "chat/completions"),
+    "/v1/responses": ("responses", "responses"),
+}
+MAX_BODY_BYTES = 64 * 1024 * 1024
+START_TIMEOUT_S = 10.0
+
+HaltReason = Literal["maxTurns", "maxTokens", "maxWallMs", "replay_divergence"]
+
+
+@dataclass(frozen=True)
+class Halt:
+    """Why the gateway wants the agent ended.
+
+    Attributes:
+        reason: the budget exceeded, or ``replay_divergence``.
+        detail: one line, e.g. ``maxTurns: 3 of 3 calls used`` or the divergence message.
+        divergence: the divergence, when that is the reason.
+    """
+
+    reason: HaltReason
+    detail: str
+    divergence: CassetteMiss | None = None
+
+
+class GatewayAddress(NamedTuple):
+    """Where the gateway listens.
+
+    Attributes:
+        base_url: ``http://127.0.0.1:<port>/v1`` (give it to agents as the
+            OpenAI base URL), or None without TCP.
+        socket_path: the unix socket, or None without one.
+    """
+
+    base_url: str | None
+    socket_path: Path | None
+
+
+def new_token() -> str:
+    """A fresh per-run token (32 random bytes, URL-safe base64)."""
+    return secrets.token_urlsafe(32)
+
+
+class Gateway:
+    """One run's gateway.
+
+    Args:
+        upstream: where calls go (live, recording or replay).
+        token: the per-run token agents must present.
+        budget: the run's limits (default: none).
+        on_halt: called once when a budget is exceeded or replay diverges.
+        tcp: listen on ``127.0.0.1:0``.
+        socket_path: also (or only) listen on this unix socket; a stale
+            socket file there is replaced. At most 107 bytes (the kernel's limit).
+        models: ids listed by ``GET /v1/models``.
+        clock: monotonic seconds for the wall budget check (the deadline timer
+            itself runs on the event loop's clock).
+
+    Raises:
+        ValueError: neither TCP nor a socket path.
+
+    Example::
+
+        gw = Gateway(LiveUpstream(url, key), token, GatewayBudget(max_turns=20), on_halt=kill)
+        base_url, socket_path = gw.start()
+        ...  # run the agent with OPENAI_BASE_URL=base_url, OPENAI_API_KEY=token
+        gw.stop(); gw.stats
+    """
+
+    def __init__(self, upstream: Upstream, token: str, budget: GatewayBudget | None = None,
+                 on_halt: Callable[[Halt], None] | None = None, *, tcp: bool = True,
+                 socket_path: Path | None = None, models: Sequence[str] = (),
+                 clock: Callable[[], float] = time.monotonic, shutdown_timeout_s: float = 2.0) -> None:
+        if not tcp and socket_path is None:
+            raise ValueError("gateway: listen on TCP, a unix socket, or both")
+        if not token:
+            raise ValueError("gateway: the per-run token must not be empty")
+        self.upstream = upstream
+        self.budget = budget or GatewayBudget()
+        self.on_halt = on_halt
+        self.tcp = tcp
+        self.socket_path = socket_path
+        self.models = tuple(models)
+        self.halted = threading.Event()
+        self.halt: Halt | None = None
+        self.callback_errors: list[BaseException] = []
+        self._auth = f"Bearer {token}".encode()
+        self._meter = Meter(self.budget, clock)
+        self._shutdown_timeout_s = shutdown_timeout_s
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._deadline: asyncio.TimerHandle | None = None
+        self._divergence: CassetteMiss | None = None
+        self._next_call = 0
+        self.address: GatewayAddress | None = None
+
+    @property
+    def stats(self) -> GatewayStats:
+        """Calls, reported tokens and the budget state so far."""
+        return self._meter.snapshot()
+
+    def start(self) -> GatewayAddress:
+        """Listen, start the wall clock, and return where agents reach the gateway.
+
+        Raises:
+            GatewayError: already started, or cannot listen (names the address and why).
+        """
+        if self._loop is not None:
+            raise GatewayError("gateway: already started")
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._thread = threading.Thread(target=self._run_loop, args=(loop,), name="lab-gateway", daemon=True)
+        self._thread.start()
+        try:
+            self.address = asyncio.run_coroutine_threadsafe(self._listen(), loop).result(START_TIMEOUT_S)
+        except (OSError, FutureTimeout) as exc:
+            self._close_loop()
+            where = f"unix socket {self.socket_path}" if self.socket_path else "127.0.0.1"
+            raise GatewayError(f"gateway: cannot listen on {where}: {exc}") from None
+        return self.address
+
+    def stop(self) -> None:
+        """Stop listening, end open connections, release the upstream (idempotent)."""
+        loop = self._loop
+        if loop is None or self._thread is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._teardown(), loop).result(self._shutdown_timeout_s + 10)
+        finally:
+            self._close_loop()
+            if self.socket_path is not None and _is_socket(self.socket_path):
+                self.socket_path.unlink()
+
+    def __enter__(self) -> Gateway:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- lifecycle (on the gateway's loop) ---------------------------------
+
+    def _run_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_forever()
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+    def _close_loop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is not None and thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
+        self._thread = None
+
+    async def _listen(self) -> GatewayAddress:
+        app = web.Application(client_max_size=MAX_BODY_BYTES)
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=self._shutdown_timeout_s)
+        await runner.setup()
+        self._runner = runner
+        base_url = None
+        if self.tcp:
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            port = next(a[1] for a in runner.addresses if isinstance(a, tuple))
+            base_url = f"http://127.0.0.1:{port}/v1"
+        if self.socket_path is not None:
+            if _is_socket(self.socket_path):
+                self.socket_path.unlink()
+            await web.UnixSite(runner, str(self.socket_path)).start()
+        self._meter.start()
+        if self.budget.max_wall_ms is not None:
+            self._deadline = asyncio.get_running_loop().call_later(self.budget.max_wall_ms / 1000, self._expire)
+        return GatewayAddress(base_url, self.socket_path)
+
+    async def _teardown(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self.upstream.aclose()
+
+    def _expire(self) -> None:
+        if self._meter.expire():
+            self._halt(Halt("maxWallMs", self._meter.snapshot().exceeded_detail or "maxWallMs"))
+
+    def _halt(self, halt: Halt) -> None:
+        if self.halted.is_set():
+            return
+        self.halt = halt
+        self.halted.set()
+        if self.on_halt is not None:
+            try:
+                self.on_halt(halt)
+            except Exception as exc:  # the owner's bug must not break serving; kept for it to see
+                self.callback_errors.append(exc)
+
+    # -- requests ------------------------------------------------------------
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        if not hmac.compare_digest(request.headers.get("Authorization", "").encode(), self._auth):
+            return _error(401, "unauthorized", "missing or wrong token: send Authorization: Bearer <run token>")
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            return _error(404, "not_found", "WebSocket connections are not served; use HTTP")
+        if request.method == "GET" and request.path == "/v1/models":
+            return web.json_response({"object": "list", "data": [
+                {"id": m, "object": "model", "created": 0, "owned_by": "lab"} for m in self.models]})
+        route = ROUTES.get(request.path)
+        if request.method != "POST" or route is None:
+            return _error(404, "not_found", f"no route {request.method} {request.path}")
+        return await self._model_call(request, *route)
+
+    async def _model_call(self, request: web.Request, api: Api, endpoint: Endpoint) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            body = None
+        if not isinstance(body, dict):
+            self._meter.refuse()
+            return _error(400, "invalid_request", "the request body must be a JSON object")
+        if self._divergence is not None:
+            self._meter.refuse()
+            return _error(400, "replay_divergence", str(self._divergence))
+        exceeded = self._meter.admit()
+        if exceeded is not None:
+            return self._budget_error(exceeded)
+        call = UpstreamRequest(api, endpoint, body, raw, body.get("stream") is True, self._next_call)
+        self._next_call += 1  # no await since admit(): handlers share one thread, so indices are dense
+        try:
+            reply = await self.upstream.send(call)
+        except CassetteMiss as exc:
+            self._divergence = exc
+            self._halt(Halt("replay_divergence", str(exc), exc))
+            return _error(400, "replay_divergence", str(exc))
+        except UpstreamError as exc:
+            self._meter.upstream_failed()
+            status, kind = (504, "upstream_timeout") if exc.cause == "timeout" else (502, "upstream_error")
+            return _error(status, kind, str(exc))
+        if reply.events is None:
+            return self._answer_body(api, reply)
+        return await self._answer_stream(request, api, reply)
+
+    def _budget_error(self, name: BudgetName) -> web.Response:
+        detail = self._meter.snapshot().exceeded_detail or name
+        self._halt(Halt(name, detail))
+        return _error(400, "budget_exceeded", f"budget_exceeded: {detail}; the run is over")
+
+    def _answer_body(self, api: Api, reply: UpstreamReply) -> web.Response:
+        if 200 <= reply.status < 300:
+            tap = UsageTap(api)
+            tap.feed_body(reply.body)
+            self._meter.add_usage(tap.usage)
+        return web.Response(status=reply.status, body=reply.body, headers={"Content-Type": reply.content_type})
+
+    async def _answer_stream(self, request: web.Request, api: Api, reply: UpstreamReply) -> web.StreamResponse:
+        assert reply.events is not None
+        response = web.StreamResponse(status=reply.status, headers={
+            "Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        tap = UsageTap(api)
+        complete = settled = False
+        try:
+            await response.prepare(request)
+            async for event in reply.events:
+                tap.feed_event(event)
+                if not settled and is_terminal(api, event):
+                    self._meter.add_usage(tap.usage)  # settled before the agent can see the end
+                    settled = True
+                await response.write(event.encode())
+            complete = True
+        except UpstreamError:
+            self._meter.upstream_failed()
+        except ConnectionError:
+            pass  # the agent left; nothing to answer
+        finally:
+            await reply.events.aclose()
+        if complete:
+            if not settled:
+                self._meter.add_usage(tap.usage)
+            await response.write_eof()
+        elif request.transport is not None:
+            request.transport.abort()  # a broken stream must not end like a clean one
+        return response
+
+
+def _error(status: int, kind: str, message: str) -> web.Response:
+    body: dict[str, Any] = {"error": {"message": message, "type": kind, "code": kind, "param": None}}
+    return web.json_response(body, status=status)
+
+
+def _is_socket(path: Path) -> bool:
+    try:
+        return stat.S_ISSOCK(path.lstat().st_mode)
+    except FileNotFoundError:
+        return False

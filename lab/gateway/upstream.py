@@ -1,0 +1,262 @@
+"""Where the gateway's calls go: a live provider, a recorder around it, or a cassette.
+
+``Upstream`` is the seam (a Protocol): the gateway hands it one call and
+passes its :class:`~lab.gateway.exchange.UpstreamReply` to the agent.
+
+* :class:`LiveUpstream` forwards the agent's body verbatim to a real base URL
+  with httpx, adding the real key on the way out only (the agent never sees
+  it; any echo of it in an answer becomes ``<redacted>``). Streams pass
+  through event by event as they arrive.
+* :class:`RecordingUpstream` wraps another upstream and hands the observer
+  each call once its answer is complete: the normalised request and the
+  exchange (raw events or body, status). Headers are never recorded.
+* :class:`ReplayUpstream` answers from a :class:`~lab.replay.matching.Matcher`
+  and never touches the network; a request it cannot match raises
+  :class:`~lab.replay.matching.ReplayDivergence`.
+
+Errors: :class:`~lab.gateway.errors.UpstreamError` for a provider that
+cannot be reached or times out; HTTP errors of a reachable provider are
+answers, passed through.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from collections.abc import AsyncGenerator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import httpx
+from httpx_sse import EventSource, SSEError
+
+from lab.gateway.errors import UpstreamError
+from lab.gateway.exchange import SseEvent, UpstreamReply, body_exchange, is_terminal, reply_from_exchange, sse_exchange
+from lab.providers.base import Exchange
+from lab.replay.matching import Matcher
+from lab.replay.normalise import Api, RequestNormaliser, fingerprint
+
+Endpoint = Literal["chat/completions", "responses"]
+REDACTED = "<redacted>"
+
+
+@dataclass(frozen=True)
+class UpstreamRequest:
+    """One model call as the agent made it.
+
+    Attributes:
+        api: ``chat`` or ``responses``.
+        endpoint: the path below ``/v1``.
+        body: the parsed JSON body.
+        raw: the body bytes exactly as received (forwarded verbatim).
+        stream: the body asked for a stream (``"stream": true``).
+        call_index: 0-based number of this call in the run (admitted calls).
+    """
+
+    api: Api
+    endpoint: Endpoint
+    body: dict[str, Any]
+    raw: bytes
+    stream: bool
+    call_index: int
+
+
+class Upstream(Protocol):
+    """Answers the gateway's calls. Used from the gateway's event loop only."""
+
+    async def send(self, request: UpstreamRequest) -> UpstreamReply:
+        """Answer one call.
+
+        Raises:
+            UpstreamError: the provider cannot be reached or timed out.
+            ReplayDivergence: replay has no recording for this request.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections (called once when the gateway stops)."""
+        ...
+
+
+@dataclass
+class LiveUpstream:
+    """Forwards to a real OpenAI-compatible provider.
+
+    Args:
+        base_url: the provider's base URL including ``/v1``
+            (``https://api.openai.com/v1``).
+        api_key: the real key; sent as ``Authorization: Bearer``; never logged,
+            never in ``repr``, scrubbed from answers.
+        timeout_s: connect and read timeout per call, in seconds (read: between
+            two chunks of a stream).
+        extra_headers: headers every call carries (e.g. an organisation id).
+        proxy: an HTTP proxy URL, or None (the environment is never consulted).
+        transport: an httpx transport for tests, or None.
+    """
+
+    base_url: str
+    api_key: str = field(repr=False)
+    timeout_s: float = 600.0
+    extra_headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    proxy: str | None = None
+    transport: httpx.AsyncBaseTransport | None = None
+    _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
+
+    async def send(self, request: UpstreamRequest) -> UpstreamReply:
+        """Forward one call (see :class:`Upstream`)."""
+        client = self._get_client()
+        headers = {**self.extra_headers, "Content-Type": "application/json",
+                   "Accept": "text/event-stream" if request.stream else "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        url = f"{self.base_url.rstrip('/')}/{request.endpoint}"
+        outgoing = client.build_request("POST", url, content=request.raw, headers=headers)
+        try:
+            response = await client.send(outgoing, stream=True)
+        except httpx.TimeoutException:
+            raise UpstreamError(f"upstream {self._where()}: timed out after {self.timeout_s} s",
+                                cause="timeout") from None
+        except httpx.HTTPError as exc:
+            raise UpstreamError(f"upstream {self._where()}: {type(exc).__name__}: {self._scrub(str(exc))}",
+                                cause="connect") from None
+        content_type = response.headers.get("content-type", "application/json")
+        if response.is_success and content_type.partition(";")[0].strip() == "text/event-stream":
+            return UpstreamReply(response.status_code, "text/event-stream", events=self._events(response))
+        try:
+            body = await response.aread()
+        except httpx.HTTPError as exc:
+            raise UpstreamError(f"upstream {self._where()}: body broke off: {type(exc).__name__}",
+                                cause="stream") from None
+        finally:
+            await response.aclose()
+        return UpstreamReply(response.status_code, content_type, body=self._scrub_bytes(body))
+
+    async def _events(self, response: httpx.Response) -> AsyncGenerator[SseEvent, None]:
+        source = EventSource(response).aiter_sse()
+        try:
+            async for sse in source:
+                name = sse.event if sse.event and sse.event != "message" else None
+                yield SseEvent(self._scrub(sse.data), name)
+        except (httpx.HTTPError, SSEError) as exc:
+            raise UpstreamError(f"upstream {self._where()}: stream broke off: {type(exc).__name__}",
+                                cause="stream") from None
+        finally:
+            await source.aclose()
+            await response.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _get_client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            # TCP_NODELAY: httpcore writes headers and body separately; with Nagle's algorithm the
+            # body waits for the server's delayed ACK (~40 ms per call on Linux loopback).
+            transport = self.transport or httpx.AsyncHTTPTransport(
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s), trust_env=False,
+                                             proxy=self.proxy, transport=transport, follow_redirects=False)
+        return self._client
+
+    def _where(self) -> str:
+        return httpx.URL(self.base_url).copy_with(query=None, fragment=None).host or self.base_url
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self.api_key, REDACTED) if self.api_key else text
+
+    def _scrub_bytes(self, body: bytes) -> bytes:
+        return body.replace(self.api_key.encode(), REDACTED.encode()) if self.api_key else body
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    """One complete call, as the record observer receives it.
+
+    Attributes:
+        index: the call's number in the run (0-based, in arrival order).
+        api: ``chat`` or ``responses``.
+        request: the normalised request body (never headers).
+        fingerprint: sha256 of the canonical normalised request.
+        exchange: the answer as it came (see :mod:`lab.gateway.exchange`).
+    """
+
+    index: int
+    api: Api
+    request: dict[str, Any]
+    fingerprint: str
+    exchange: Exchange
+
+
+@dataclass
+class RecordingUpstream:
+    """Forwards to ``inner`` and reports every complete call to ``observer``.
+
+    The observer runs on the gateway's event loop: keep it quick (append to
+    a list). A stream the agent abandons is reported with ``"complete": false``.
+    """
+
+    inner: Upstream
+    normalise: RequestNormaliser
+    observer: Callable[[RecordedCall], None]
+
+    async def send(self, request: UpstreamRequest) -> UpstreamReply:
+        """Forward and record (see :class:`Upstream`)."""
+        reply = await self.inner.send(request)
+        normalised = self.normalise(request.api, request.body)
+        if reply.events is None:
+            self._report(request, normalised, body_exchange(reply.status, reply.body))
+            return reply
+        return dataclasses.replace(reply, events=self._tee(request, normalised, reply.status, reply.events))
+
+    async def _tee(self, request: UpstreamRequest, normalised: dict[str, Any], status: int,
+                   events: AsyncGenerator[SseEvent, None]) -> AsyncGenerator[SseEvent, None]:
+        seen: list[SseEvent] = []
+        reported = complete = False
+        try:
+            async for event in events:
+                seen.append(event)
+                if is_terminal(request.api, event):
+                    # Reported before the agent sees the end, so it is there once the agent exits.
+                    self._report(request, normalised, sse_exchange(status, seen))
+                    reported = True
+                yield event
+            complete = True
+        finally:
+            await events.aclose()
+            if not reported:
+                self._report(request, normalised, sse_exchange(status, seen, complete=complete))
+
+    def _report(self, request: UpstreamRequest, normalised: dict[str, Any], exchange: Exchange) -> None:
+        self.observer(RecordedCall(request.call_index, request.api, normalised, fingerprint(normalised),
+                                   exchange))
+
+    async def aclose(self) -> None:
+        """Close ``inner``."""
+        await self.inner.aclose()
+
+
+@dataclass
+class ReplayUpstream:
+    """Answers from recordings by content; never touches the network.
+
+    Args:
+        matcher: the task's recordings.
+        normalise: the same normalisation the recording used.
+    """
+
+    matcher: Matcher
+    normalise: RequestNormaliser
+
+    async def send(self, request: UpstreamRequest) -> UpstreamReply:
+        """The recorded answer (see :class:`Upstream`).
+
+        Raises:
+            ReplayDivergence: no unused recording matches the normalised request.
+        """
+        recording = self.matcher.take(request.api, self.normalise(request.api, request.body))
+        return reply_from_exchange(recording.exchange)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,99 @@
+"""The reference agent (a real subprocess on the openai SDK) solves a tiny task through the gateway."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import lab.agents.reference.agent
+from lab.gateway import Gateway, GatewayBudget, LiveUpstream, RecordedCall, RecordingUpstream, ReplayUpstream
+from lab.replay.matching import Matcher, Recording
+from lab.replay.normalise import RequestNormaliser
+from tests.helpers.gateway_support import REAL_KEY, TOKEN, Halts
+from tests.helpers.http_server import LocalHTTPServer
+from tests.helpers.openai_stub import ScriptedStub, Turn
+
+pytestmark = pytest.mark.slow  # each test starts the agent: an interpreter importing openai
+
+MakeGateway = Callable[..., Gateway]
+AGENT = Path(lab.agents.reference.agent.__file__)
+SCRIPT = [Turn(calls=(("write_file", {"path": "out/greeting.txt", "content": "hello\n"}),)),
+          Turn(calls=(("shell", {"command": "cat out/greeting.txt"}),)),
+          Turn(text="Wrote out/greeting.txt.")]
+
+
+def run_agent(gateway: Gateway, workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ["PATH"], "HOME": str(workspace), "OPENAI_BASE_URL": str(gateway.address.base_url),
+           "OPENAI_API_KEY": TOKEN}
+    return subprocess.run([sys.executable, str(AGENT), "--model", "stub-model", "--prompt", "greet", *args],
+                          cwd=workspace, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
+def test_it_writes_the_file_and_exits_0(make_gateway: MakeGateway, provider: LocalHTTPServer, tmp_path: Path,
+                                        api: str, stream: str) -> None:
+    stub = ScriptedStub(SCRIPT)
+    provider.handler = stub
+
+    result = run_agent(make_gateway(), tmp_path, "--api", api, stream)
+
+    assert (result.returncode, result.stdout) == (0, "Wrote out/greeting.txt.\n"), result.stderr
+    assert (tmp_path / "out/greeting.txt").read_text() == "hello\n"
+    last = stub.bodies[-1]
+    assert last["stream"] is (stream == "--stream") if "stream" in last else stream == "--no-stream"
+    tool_output = last["messages"][-1]["content"] if api == "chat" else last["input"][-1]["output"]
+    assert tool_output == "exit code: 0\nhello\n"
+
+
+def test_a_refused_call_ends_it_with_a_nonzero_exit(make_gateway: MakeGateway, provider: LocalHTTPServer,
+                                                   halts: Halts, tmp_path: Path) -> None:
+    provider.handler = ScriptedStub([Turn(calls=(("shell", {"command": "true"}),))])  # never finishes
+
+    result = run_agent(make_gateway(budget=GatewayBudget(max_turns=3)), tmp_path, "--api", "responses")
+
+    assert result.returncode == 1
+    assert "budget_exceeded" in result.stderr
+    assert [h.reason for h in halts.calls] == ["maxTurns"]
+
+
+def test_no_final_answer_within_max_turns_exits_3(make_gateway: MakeGateway, provider: LocalHTTPServer,
+                                                 tmp_path: Path) -> None:
+    provider.handler = ScriptedStub([Turn(calls=(("shell", {"command": "true"}),))])
+
+    result = run_agent(make_gateway(), tmp_path, "--max-turns", "2")
+
+    assert result.returncode == 3
+
+
+def test_a_recorded_run_replays_twice_without_the_provider(make_gateway: MakeGateway, provider: LocalHTTPServer,
+                                                          tmp_path: Path) -> None:
+    provider.handler = ScriptedStub(SCRIPT)
+    recorded: list[RecordedCall] = []
+    normalise = RequestNormaliser()
+    live = make_gateway(RecordingUpstream(LiveUpstream(provider.url + "/v1", REAL_KEY), normalise, recorded.append))
+    first = run_agent(live, tmp_path / "live", "--api", "responses")
+    provider.reset()
+
+    outcomes = []
+    for n in range(2):
+        matcher = Matcher([Recording(c.index, c.api, c.request, c.exchange) for c in recorded])
+        result = run_agent(make_gateway(ReplayUpstream(matcher, normalise)), tmp_path / f"replay{n}",
+                           "--api", "responses")
+        matcher.finish()
+        outcomes.append((result.returncode, result.stdout, (tmp_path / f"replay{n}/out/greeting.txt").read_text()))
+
+    assert outcomes == [(first.returncode, first.stdout, "hello\n")] * 2
+    assert provider.requests == []
+
+
+@pytest.fixture(autouse=True)
+def workspaces(tmp_path: Path) -> None:
+    for name in ("live", "replay0", "replay1"):
+        (tmp_path / name).mkdir()
