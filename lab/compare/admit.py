@@ -3,7 +3,9 @@
 A change may become a default only when all four clauses pass:
 
 1. ``improved`` — the paired run's aggregate verdict is *improved* (not
-   mixed, not unchanged; see :mod:`lab.compare.verdicts`);
+   mixed, not unchanged, not inconclusive: with fewer than 5 judged runs of
+   a task on a side the compare claims no direction; see
+   :mod:`lab.compare.verdicts`);
 2. ``no-lost-reliability`` — no task lost reliability in the paired run;
 3. ``tokens`` — tokens per success rose by at most ``max_token_increase``
    (default 0.2 = 20 %) relative to the base; the figure must be measured

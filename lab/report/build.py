@@ -8,7 +8,9 @@ format them. Definitions (the user-facing version is ``docs/reports.md``):
   runs (infrastructure, replay divergence, a verifier that could not run) are
   counted apart and excluded from every rate.
 - ``successRate`` (M1) = passes / judged, with its 95 % Wilson interval
-  ``wilson95`` = [low, high]; both null when nothing was judged.
+  ``wilson95`` = [low, high]; both null when nothing was judged. A replay
+  report has ``wilson95`` null everywhere: a replay is deterministic, so its
+  rates carry no sampling interval (SPEC K1, modes).
 - ``passAtK`` / ``passHatK`` per task (M2): the unbiased estimators of
   :mod:`lab.report.stats` with k' = min(k, judged); with k' = judged they are "at
   least one judged run passed" and "every judged run passed". The suite's
@@ -80,6 +82,9 @@ def build_report(header: dict[str, Any], records: list[dict[str, Any]], *,
         doc["header"]["note"] = REPLAY_NOTE
     doc["summary"] = _summary(records, tasks)
     doc["tasks"] = tasks
+    if header.get("mode") == "replay":
+        for block in (doc["summary"], *tasks):
+            block["wilson95"] = None
     grouped = sorted(by_task.items())
     measured = measured_block(records, grouped)
     if measured is not None:
