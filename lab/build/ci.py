@@ -15,7 +15,7 @@ from typing import Any
 
 from lab import paths
 from lab.build.actions import ci_gate_action
-from lab.build.graph import Prepared, cmdline_overrides, creator, eval_tasks, prepare
+from lab.build.graph import Prepared, cmdline_overrides, creator, eval_tasks, prepare, progress_requested
 from lab.errors import ConfigError
 
 
@@ -67,5 +67,5 @@ def ci_tasks(suites: list[Prepared], skipped: list[tuple[str, str]]) -> Iterator
         yield from eval_tasks(prep, gate=False)
         summaries.append(f"ci:{prep.run_id}.summary")
     report_dirs = [p.report_dir for p in suites]
-    yield {"name": "gate", "actions": [(ci_gate_action, [report_dirs, skipped])],
+    yield {"name": "gate", "actions": [(ci_gate_action, [report_dirs, skipped, progress_requested()])],
            "task_dep": summaries, "uptodate": [False], "verbosity": 2}

@@ -8,9 +8,15 @@ Each event is one object::
 
 Events: ``eval_started`` (planned runs), ``run_started``, ``run_finished``
 (status), ``run_skipped`` (record up to date), ``run_cancelled``,
-``eval_voided`` (three infrastructure errors in a row), ``report_written``.
+``eval_voided`` (three infrastructure errors in a row), ``report_written``,
+``eval_finished`` (exitCode), and ``run_error`` (``reason``, ``exitCode``):
+the last event of every command that ends in a handled failure — a usage or
+setup error before any run (a bad key, a missing grant: exit 1), a report
+that cannot be copied to ``out=``, errored runs (exit 1) or a replay
+divergence (exit 2). A cancelled command ends with ``run_cancelled`` instead.
 With ``progress=true`` they stream to stderr as they happen; every command
-appends them to ``<run store>/events.jsonl``.
+that got as far as planning appends them to ``<run store>/events.jsonl``
+(a failure before that has no run store: it is streamed only).
 """
 
 from __future__ import annotations
@@ -71,6 +77,19 @@ class EventLog:
         """A log with ``extra`` added to every event, writing to ``path`` (default: the same file)."""
         return EventLog({**self.identity, **extra}, path=path or self.path, stream=self.stream,
                         clock=self.clock)
+
+
+def emit_run_error(events: EventLog | None, reason: str, exit_code: int, *, progress: bool = False) -> None:
+    """Emit ``run_error`` (the last event of a handled failure).
+
+    Args:
+        events: the command's log; None before one exists (a usage error),
+            then the event goes to stderr only, and only when ``progress``.
+        reason: the one-line message the user was shown.
+        exit_code: the command's exit code (1 or 2).
+    """
+    log = events if events is not None else EventLog({}, stream=stderr_if(progress))
+    log.emit("run_error", reason=reason, exitCode=exit_code)
 
 
 def stderr_if(enabled: bool) -> TextIO | None:
