@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lab.report.metrics import cached_input, cached_input_ratio, estimated_block, is_judged, measured_block, usage_of
+from lab.report.metrics import cached_input, estimated_block, is_judged, measured_block, usage_of
 from lab.report.repetition import repetition_block
 from lab.report.stats import pass_at_k, pass_hat_k, wilson_interval
 
@@ -136,7 +136,9 @@ def _task_block(task_id: str, runs: list[dict[str, Any]], k: int) -> dict[str, A
         block["passAtK"] = block["passHatK"] = None
     block["flaky"] = 0 < c < n
     block["lowPower"] = n < LOW_POWER_RUNS
-    block["cachedInputRatio"] = cached_input_ratio(runs)
+    cached = cached_input(runs)
+    block["cachedInputRatio"] = cached["ratio"]
+    block["cachedInputRuns"] = cached["runsReporting"]  # judged runs that reported cached input (M5)
     block.update(claims(runs))
     return block
 
