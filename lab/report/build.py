@@ -34,7 +34,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lab.report.metrics import cached_input, estimated_block, is_judged, measured_block, usage_of
+from lab.report.metrics import (
+    cached_input,
+    claimed_success,
+    estimated_block,
+    is_judged,
+    measured_block,
+    usage_of,
+)
 from lab.report.repetition import repetition_block
 from lab.report.stats import pass_at_k, pass_hat_k, wilson_interval
 
@@ -118,10 +125,14 @@ def _rate(passes: int, judged: int) -> dict[str, Any]:
 
 
 def claims(runs: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """X2 over judged runs: falsePositives (claimed success, not passed), falseNegatives."""
+    """X2 over judged runs: falsePositives (claimed success, not passed), falseNegatives.
+
+    The claim is read against the task's expected outcome (:func:`claimed_success`):
+    on a refusal task a give-up is the claimed success.
+    """
     judged = [r for r in runs if is_judged(r)]
-    return {"falsePositives": sum(1 for r in judged if r.get("claim") == "success" and r["status"] != "pass"),
-            "falseNegatives": sum(1 for r in judged if r.get("claim") != "success" and r["status"] == "pass")}
+    return {"falsePositives": sum(1 for r in judged if claimed_success(r) and r["status"] != "pass"),
+            "falseNegatives": sum(1 for r in judged if not claimed_success(r) and r["status"] == "pass")}
 
 
 def _task_block(task_id: str, runs: list[dict[str, Any]], k: int) -> dict[str, Any]:

@@ -48,8 +48,8 @@ def _warnings(doc: dict[str, Any]) -> list[str]:
     """Low power (M3) overall and per task; token figures omitted (M4)."""
     s, lines = doc["summary"], []
     if s.get("lowPower"):
-        lines.append(f"low power: {s['judged']} judged runs overall (fewer than {LOW_POWER_RUNS}); "
-                     "intervals are wide")
+        lines.append(f"low power: {s['judged']} judged runs overall (fewer than {LOW_POWER_RUNS})"
+                     + ("" if s["wilson95"] is None else "; intervals are wide"))
     low_tasks = s.get("lowPowerTasks") or []
     if low_tasks:
         lines.append(f"low power: {len(low_tasks)} of {s['tasks']} tasks have fewer than {LOW_POWER_RUNS} "
