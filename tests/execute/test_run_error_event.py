@@ -53,7 +53,7 @@ def test_a_replay_divergence_ends_with_run_error(tmp_path: Path, command: list[s
 def test_a_failed_ci_gate_ends_with_run_error(tmp_path: Path) -> None:
     empty = tmp_path / "no-cassettes"
     empty.mkdir()
-    result = run_cmd(["lab", "ci", f"cassette_dir={empty}", "progress=true"], tmp_path / "runs")
+    result = run_cmd(["lab", "ci", "suite=core", f"cassette_dir={empty}", "progress=true"], tmp_path / "runs")
     assert result.returncode == 1
     events = events_of(result.stderr)
     assert events[-1]["event"] == "run_error" and events[-1]["exitCode"] == 1
