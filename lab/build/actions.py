@@ -97,6 +97,7 @@ def records_digest(records: list[Path], header: dict[str, Any]) -> str:
 
 
 def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> None:
+    from lab.execute.events import notify_record
     from lab.execute.progress import display
     from lab.execute.run import execute_run
     from lab.files import write_json
@@ -119,6 +120,7 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Non
         return  # no record: the next identical command runs it again
     record["inputs"] = inputs
     write_json(target, record)
+    notify_record(record)
     ctx.events.emit("run_finished", **ident, status=record["status"])
     if ctx.note_result(record):
         ctx.events.emit("eval_voided", reason="three infrastructure errors in a row")

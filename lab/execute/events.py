@@ -21,16 +21,57 @@ that got as far as planning appends them to ``<run store>/events.jsonl``
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
 SCHEMA = "lab.event.v1"
 _FILE_LOCK = threading.Lock()  # several logs may append to one file (variants)
+_OBSERVER_LOCK = threading.Lock()  # callbacks run one at a time, whichever thread emits
+_EVENT_OBSERVERS: list[Callable[[dict[str, Any]], None]] = []
+_RECORD_OBSERVERS: list[Callable[[dict[str, Any]], None]] = []
+
+
+@contextmanager
+def observing(on_event: Callable[[dict[str, Any]], None] | None = None,
+              on_record: Callable[[dict[str, Any]], None] | None = None) -> Iterator[None]:
+    """Within the block, call ``on_event(event)`` for every lifecycle event emitted in this
+    process and ``on_record(record)`` for every run record written (see :func:`notify_record`).
+
+    Callbacks are called one at a time (serialised by a lock, also with ``jobs>1``),
+    with a copy of the event or record. Used by the Python API (``lab.build.api``).
+    """
+    with _OBSERVER_LOCK:
+        if on_event is not None:
+            _EVENT_OBSERVERS.append(on_event)
+        if on_record is not None:
+            _RECORD_OBSERVERS.append(on_record)
+    try:
+        yield
+    finally:
+        with _OBSERVER_LOCK:
+            if on_event is not None:
+                _EVENT_OBSERVERS.remove(on_event)
+            if on_record is not None:
+                _RECORD_OBSERVERS.remove(on_record)
+
+
+def _notify(observers: list[Callable[[dict[str, Any]], None]], item: dict[str, Any]) -> None:
+    with _OBSERVER_LOCK:
+        for callback in list(observers):
+            callback(copy.deepcopy(item))
+
+
+def notify_record(record: dict[str, Any]) -> None:
+    """Hand a freshly written run record to the record observers (none outside :func:`observing`)."""
+    if _RECORD_OBSERVERS:
+        _notify(_RECORD_OBSERVERS, record)
 
 
 def utc_now() -> str:
@@ -71,6 +112,8 @@ class EventLog:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 with open(self.path, "a", encoding="utf-8") as fh:
                     fh.write(line)
+        if _EVENT_OBSERVERS:
+            _notify(_EVENT_OBSERVERS, record)
         return record
 
     def child(self, extra: dict[str, Any], *, path: Path | None = None) -> EventLog:
