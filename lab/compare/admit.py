@@ -90,7 +90,7 @@ def admit(base: dict[str, Any], cand: dict[str, Any], repeat: tuple[dict[str, An
 
 def _three_clauses(comparison: dict[str, Any], max_token_increase: float) -> list[Clause]:
     aggregate = comparison["aggregate"]
-    improved = Clause("improved", "the paired run is improved (not mixed, not unchanged)",
+    improved = Clause("improved", "the paired run is improved (not mixed, not unchanged, not inconclusive)",
                       "pass" if aggregate["verdict"] == "improved" else "fail",
                       f"aggregate verdict {aggregate['verdict']}: {aggregate['reason']}")
     lost = aggregate["lostReliability"]
