@@ -6,7 +6,8 @@ execute; ``ci`` is the CI replay gate over every bundled cassette;
 ``variants`` runs variants interleaved and compares them; ``compare_export``
 holds the ``doit compare`` and ``doit export`` targets; ``multirun`` is
 ``lab run -m`` (Hydra multirun); ``commands`` runs any of them in-process
-(``lab run``, ``run_suite``) and lists the creators ``dodo.py`` exposes.
+(``lab run``, ``run_suite``) and lists the creators ``dodo.py`` exposes;
+``api`` is the Python API's ``run_eval`` (callbacks, typed summary).
 
 May import: lab.execute and everything below it (config, suites, agents,
 replay, providers, sandbox, compare, export, report, bottom modules).

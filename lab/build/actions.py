@@ -27,15 +27,28 @@ def exit_with(code: int) -> Any:
     return None
 
 
-def ci_gate_action(report_dirs: list[Path], skipped: list[tuple[str, str]]) -> Any:
+def ci_gate_action(report_dirs: list[Path], skipped: list[tuple[str, str]], progress: bool = False) -> Any:
     from lab.compare.gate import ci_verdict
+    from lab.execute.events import emit_run_error
     from lab.execute.progress import display
 
     code, text = ci_verdict(report_dirs, skipped)
     display().stop()
     print(text, flush=True)
+    if code:  # after every suite's own events: the gate's verdict is the command's last word
+        emit_run_error(None, text.splitlines()[-1], code, progress=progress)
     OUTCOME.update(code=code)
     return exit_with(code)
+
+
+def failure_reason(report_dir: Path) -> str:
+    """One line on why an eval's exit code is not 0: divergences or errored runs, from its report."""
+    import json
+
+    summary = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))["summary"]
+    if summary["divergences"]:
+        return f"replay divergence: {summary['divergences']} run(s) diverged from the recording"
+    return f"{summary['errors']} run(s) could not be judged (infrastructure errors)"
 
 
 class RecordCurrent:
@@ -84,6 +97,7 @@ def records_digest(records: list[Path], header: dict[str, Any]) -> str:
 
 
 def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> None:
+    from lab.execute.events import notify_record
     from lab.execute.progress import display
     from lab.execute.run import execute_run
     from lab.files import write_json
@@ -106,6 +120,7 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Non
         return  # no record: the next identical command runs it again
     record["inputs"] = inputs
     write_json(target, record)
+    notify_record(record)
     ctx.events.emit("run_finished", **ident, status=record["status"])
     if ctx.note_result(record):
         ctx.events.emit("eval_voided", reason="three infrastructure errors in a row")
@@ -171,10 +186,14 @@ def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
         try:
             copy_files(report_dir, Path(out).absolute())
         except OSError as exc:
-            print(f"out: cannot write the report to {out}: {exc.strerror or exc}", file=sys.stderr)
+            message = f"out: cannot write the report to {out}: {exc.strerror or exc}"
+            print(message, file=sys.stderr)
+            prep.ctx.events.emit("run_error", reason=message, exitCode=1)
             return TaskFailed("out not writable", report=False)
     prep.ctx.events.emit("eval_finished", exitCode=code, upToDate=display().skipped,
                          executed=display().done)
+    if code:
+        prep.ctx.events.emit("run_error", reason=failure_reason(report_dir), exitCode=code)
     if prep.ctx.config.data["json"]:
         import json
 

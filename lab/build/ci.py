@@ -5,6 +5,10 @@ cassettes (every task: a missing cassette fails the gate) and exit 2 on a diverg
 replayed task fails or errors or nothing was replayed, 0 only when every
 replay is clean and passes. Suites without cassettes are listed as skipped.
 ``out=DIR`` also writes ``DIR/<suite>/report.json`` and ``report.md``.
+``suite_dir=DIR`` replays the suites under DIR instead of the bundled ones,
+``suite=ID`` only one suite; ``cassette_dir=DIR`` reads the recordings from
+``DIR/<suite id>/`` and is accepted only when a single suite is replayed (with
+several, the suites missing from DIR would be skipped, not checked).
 """
 
 from __future__ import annotations
@@ -15,43 +19,71 @@ from typing import Any
 
 from lab import paths
 from lab.build.actions import ci_gate_action
-from lab.build.graph import Prepared, cmdline_overrides, creator, eval_tasks, prepare
+from lab.build.graph import Prepared, cmdline_overrides, creator, eval_tasks, prepare, progress_requested
 from lab.errors import ConfigError
 
 
 def plan_ci(overrides: list[str]) -> tuple[list[Any], list[tuple[str, str]]]:
-    """Prepared replays of every bundled suite with cassettes, and the skipped ones.
+    """Prepared replays of every selected suite with cassettes, and the skipped ones.
 
     Args:
-        overrides: the command's ``key=value`` arguments; only ``out`` (and
-            ``jobs``, ``progress``, ``json``) are accepted.
+        overrides: the command's ``key=value`` arguments: ``suite_dir=DIR``
+            (replay the suites under DIR instead of the bundled ones; a
+            third-party suite needs ``yes=true`` without a terminal),
+            ``suite=ID`` (only that suite), ``cassette_dir=DIR`` (recordings
+            under ``DIR/<suite id>/``; only when a single suite is replayed),
+            ``out``, ``jobs``, ``progress``, ``json``.
 
     Returns:
         (prepared evals, [(suite id, why skipped)]).
 
     Raises:
-        ConfigError: an override other than those; SuiteError: a bad suite.
+        ConfigError: another key, an unknown suite, an empty suite_dir, or
+            cassette_dir with more than one suite; SuiteError: a bad suite.
     """
-    allowed = {"out", "jobs", "progress", "json", "cassette_dir"}
+    allowed = {"out", "jobs", "progress", "json", "cassette_dir", "suite_dir", "suite", "yes"}
     given = dict(o.split("=", 1) for o in overrides)
     unknown = sorted(set(given) - allowed)
     if unknown:
         raise ConfigError(f"ci: unknown key {', '.join(map(repr, unknown))} (ci takes: {', '.join(sorted(allowed))})")
+    selected = _selected_suites(given)
+    if given.get("cassette_dir") and len(selected) != 1:
+        raise ConfigError(f"ci: cassette_dir= holds the recordings of a single suite, but {len(selected)} suites "
+                          "are selected; name one with suite=ID (or give a suite_dir holding one suite)")
     cassettes = paths.from_root(given.get("cassette_dir") or paths.CASSETTES_DIR)
     prepared, skipped = [], []
-    for suite_json in sorted(paths.SUITES_DIR.glob("*/suite.json")):
-        suite_id = suite_json.parent.name
+    for suite_id, source in selected:
         if not any((cassettes / suite_id).glob("*.jsonl")):
             skipped.append((suite_id, "no cassettes"))
             continue
-        extra = [f"{k}={v}" for k, v in given.items() if k != "out"]
+        extra = [f"{k}={v}" for k, v in given.items() if k not in ("out", "suite", "suite_dir")]
         if "out" in given:
             extra.append(f"out={Path(given['out']).absolute() / suite_id}")
         # Every task of a recorded suite is replayed: a task whose cassette is missing
         # fails the gate ("no cassette"), it is never silently left out.
-        prepared.append(prepare([f"suite.id={suite_id}", f"suite.path=suites/{suite_id}", "mode=replay",
-                                 *extra]))
+        prepared.append(prepare([*source, "mode=replay", *extra]))
     return prepared, skipped
+
+
+def _selected_suites(given: dict[str, str]) -> list[tuple[str, list[str]]]:
+    """[(suite id, overrides that select it)]: the bundled suites, or those under suite_dir; suite= narrows."""
+    suite_dir = given.get("suite_dir")
+    if suite_dir:
+        root = Path(suite_dir).absolute()
+        found = sorted(p.parent.name for p in root.glob("*/suite.json"))
+        if not found:
+            raise ConfigError(f"ci: suite_dir {root}: no suite in it (expected DIR/<suite id>/suite.json)")
+        suites = [(sid, [f"suite_dir={root}", f"suite={sid}"]) for sid in found]
+    else:
+        suites = [(p.parent.name, [f"suite.id={p.parent.name}", f"suite.path=suites/{p.parent.name}"])
+                  for p in sorted(paths.SUITES_DIR.glob("*/suite.json"))]
+    wanted = given.get("suite")
+    if wanted:
+        suites = [s for s in suites if s[0] == wanted]
+        if not suites:
+            where = f"in {suite_dir}" if suite_dir else "among the bundled suites"
+            raise ConfigError(f"ci: suite {wanted!r} not found {where}")
+    return suites
 
 
 def task_ci() -> Iterator[dict[str, Any]]:
@@ -67,5 +99,5 @@ def ci_tasks(suites: list[Prepared], skipped: list[tuple[str, str]]) -> Iterator
         yield from eval_tasks(prep, gate=False)
         summaries.append(f"ci:{prep.run_id}.summary")
     report_dirs = [p.report_dir for p in suites]
-    yield {"name": "gate", "actions": [(ci_gate_action, [report_dirs, skipped])],
+    yield {"name": "gate", "actions": [(ci_gate_action, [report_dirs, skipped, progress_requested()])],
            "task_dep": summaries, "uptodate": [False], "verbosity": 2}

@@ -25,8 +25,10 @@ TASK_CREATORS: dict[str, Callable[[], Iterator[dict[str, Any]]]] = {
 """doit task creators by the name doit looks for (``task_<basename>``)."""
 
 
-def run_graph(basename: str, overrides: Sequence[str]) -> int:
+def run_graph(basename: str, overrides: Sequence[str], *, quiet: bool = False) -> int:
     """Run doit task ``basename`` in this process, as ``doit BASENAME OVERRIDES…`` would.
+
+    ``quiet=True`` prints nothing on stdout (as with ``json=true``, without the JSON lines).
 
     Returns:
         The SPEC exit code (0 completed, 1 usage or infrastructure error,
@@ -39,6 +41,10 @@ def run_graph(basename: str, overrides: Sequence[str]) -> int:
     OUTCOME.clear()
     namespace: dict[str, Any] = dict(TASK_CREATORS)
     namespace["DOIT_CONFIG"] = graph.doit_config(dict(o.split("=", 1) for o in overrides if "=" in o))
+    if quiet:
+        from lab.execute.progress import reset_display
+
+        reset_display(quiet=True)
     result = DoitMain(ModuleTaskLoader(namespace)).run([basename, *overrides])
     if "code" in OUTCOME:
         return int(OUTCOME["code"])

@@ -135,21 +135,26 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
                     run_id=rid, k=k, basename=basename)
 
 
-def usage_error_tasks(basename: str, message: str) -> Iterator[dict[str, Any]]:
+def usage_error_tasks(basename: str, message: str, *, progress: bool = False) -> Iterator[dict[str, Any]]:
     """Tasks that print ``message`` to stderr and make doit exit 1, before any run.
+
+    With ``progress`` the message is followed by a ``run_error`` event on stderr.
 
     (doit turns an exception in a task creator into exit 3 with its own
     wording; SPEC wants exit 1 and the lab's one-line message.)
     """
     hidden = f"_{basename}_usage_error"
-    yield {"basename": hidden, "actions": [(_usage_error, [message])], "verbosity": 2}
+    yield {"basename": hidden, "actions": [(_usage_error, [message, progress])], "verbosity": 2}
     yield {"name": "usage-error", "actions": None, "task_dep": [hidden]}
 
 
-def _usage_error(message: str) -> Any:
+def _usage_error(message: str, progress: bool = False) -> Any:
     from doit.exceptions import TaskFailed
 
-    print(message, file=sys.stderr)
+    from lab.execute.events import emit_run_error
+
+    print(message, file=sys.stderr, flush=True)
+    emit_run_error(None, message, 1, progress=progress)
     return TaskFailed(message, report=False)
 
 
@@ -163,9 +168,17 @@ def creator(basename: str, plan: Callable[[], T], build: Callable[[T], Iterator[
     try:
         planned = plan()
     except LabError as exc:
-        yield from usage_error_tasks(basename, f"{prefix}{exc}")
+        yield from usage_error_tasks(basename, f"{prefix}{exc}", progress=progress_requested())
         return
     yield from build(planned)
+
+
+def progress_requested() -> bool:
+    """Whether the command line asked for ``progress=true`` (read before any config is composed)."""
+    from lab.config.options import BOOLEANS
+
+    value = _cmdline_variables().get("progress", "false")
+    return BOOLEANS.get(str(value).lower(), False)
 
 
 def task_eval() -> Iterator[dict[str, Any]]:

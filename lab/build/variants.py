@@ -12,6 +12,11 @@ The variants are the values of exactly one sweep override: ``variant=a,b``
 ``provider.model=m1,m2``. The shortcut ``compare_key=KEY compare_value=VALUE``
 compares the configuration as composed ("unset") with ``KEY=VALUE`` ("set").
 Replay mode is refused: a replay measures the harness, not a variant.
+
+With ``json=true`` stdout holds JSON lines only, each with a ``type``: one
+``variant_report`` line per variant (``variant``, ``reportDir``, ``report``:
+the report document) and one ``comparison`` line (``path`` of
+comparison.json, ``comparison``: the comparison document), in that order.
 """
 
 from __future__ import annotations
@@ -82,7 +87,8 @@ def prepare_variants(overrides: list[str]) -> tuple[list[tuple[str, Any]], Path]
 
     common, variants = split_variants(overrides)
     out = next((o.split("=", 1)[1] for o in common if o.startswith("out=")), None)
-    common = [o for o in common if not o.startswith("out=")]  # out= is the root here, not each report
+    # out= is the root here, not each report; json= is the variants' own output (variant_json_lines)
+    common = [o for o in common if not o.startswith(("out=", "json="))]
     prepared = [(label, prepare([*common, *extra], basename="variants")) for label, extra in variants]
     first = prepared[0][1]
     if first.ctx.config.mode == "replay":
@@ -114,11 +120,49 @@ def task_variants() -> Iterator[dict[str, Any]]:
     """Run variants interleaved over the same runs and compare them (doit variants suite=… variant=a,b)."""
     from lab.build.graph import cmdline_overrides, creator
 
-    yield from creator("variants", lambda: prepare_variants(cmdline_overrides()),
+    yield from creator("variants", lambda: (*prepare_variants(cmdline_overrides()),
+                                            json_requested(cmdline_overrides())),
                        lambda planned: variant_tasks(*planned))
 
 
-def variant_tasks(prepared: list[tuple[str, Any]], root: Path) -> Iterator[dict[str, Any]]:
+def json_requested(overrides: list[str]) -> bool:
+    """Whether ``json=true`` was given (true/1/yes, false/0/no; the last one wins).
+
+    Raises:
+        ConfigError: any other value, naming it.
+    """
+    from lab.config.options import BOOLEANS
+
+    wanted = False
+    for value in (o.split("=", 1)[1] for o in overrides if o.startswith("json=")):
+        if value.lower() not in BOOLEANS:
+            raise ConfigError(f"variants: json must be true or false, got {value!r}")
+        wanted = BOOLEANS[value.lower()]
+    return wanted
+
+
+def variant_json_lines(prepared_dirs: list[tuple[str, Path]], root: Path) -> Iterator[str]:
+    """The ``json=true`` output: one ``variant_report`` line per variant, then one ``comparison`` line.
+
+    Args:
+        prepared_dirs: (variant label, its report directory under ``root``), base first.
+        root: the directory holding ``comparison.json``.
+
+    Yields:
+        Compact JSON lines (no newline), ``schemaVersion`` first, each with ``type``.
+    """
+    import json
+
+    for label, report_dir in prepared_dirs:
+        doc = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+        yield json.dumps({"schemaVersion": 1, "type": "variant_report", "variant": label,
+                          "reportDir": str(report_dir), "report": doc}, ensure_ascii=False, separators=(",", ":"))
+    comparison = json.loads((root / "comparison.json").read_text(encoding="utf-8"))
+    yield json.dumps({"schemaVersion": 1, "type": "comparison", "path": str(root / "comparison.json"),
+                      "comparison": comparison}, ensure_ascii=False, separators=(",", ":"))
+
+
+def variant_tasks(prepared: list[tuple[str, Any]], root: Path, as_json: bool = False) -> Iterator[dict[str, Any]]:
     from lab.build.graph import report_task, run_task, start_eval
 
     for _, prep in prepared:
@@ -127,12 +171,12 @@ def variant_tasks(prepared: list[tuple[str, Any]], root: Path) -> Iterator[dict[
         yield run_task(prep, spec)
     for _, prep in prepared:
         yield report_task(prep)
-    yield {"name": "comparison", "actions": [(_compare_action, [prepared, root])],
+    yield {"name": "comparison", "actions": [(_compare_action, [prepared, root, as_json])],
            "task_dep": [f"variants:{prep.run_id}.report" for _, prep in prepared],
            "uptodate": [False], "verbosity": 2}
 
 
-def _compare_action(prepared: list[tuple[str, Any]], root: Path) -> Any:
+def _compare_action(prepared: list[tuple[str, Any]], root: Path, as_json: bool = False) -> Any:
     import json
 
     from lab.build.actions import OUTCOME
@@ -147,6 +191,11 @@ def _compare_action(prepared: list[tuple[str, Any]], root: Path) -> Any:
     cand = json.loads((root / prepared[1][0] / "report.json").read_text(encoding="utf-8"))
     doc = compare_reports(base, cand)
     write_comparison(root, doc)
+    OUTCOME.update(code=0, report_dir=str(root))
+    if as_json:
+        for line in variant_json_lines([(label, root / label) for label, _ in prepared], root):
+            print(line, flush=True)
+        return None
     print(render_comparison_markdown(doc), flush=True)
     print(f"variants: {', '.join(f'{label} → {root / label}' for label, _ in prepared)}")
     print(f"comparison: {root / 'comparison.md'}")

@@ -5,7 +5,8 @@
     lab record [OVERRIDES…]           same as `doit record OVERRIDES…`
     lab gate REPORT [min_pass_rate=1.0] [allow_flaky=false]   CI verdict on a report (exit 0/1/2)
     lab variants suite=… variant=a,b  run variants interleaved over the same runs, then compare them
-    lab ci [out=DIR]                  replay every bundled cassette; exit 2 on divergence, 1 on failure
+    lab ci [out=DIR] [suite_dir=DIR] [suite=ID] [cassette_dir=DIR]   replay every bundled (or suite_dir)
+                                      cassette; exit 2 on divergence, 1 on failure; cassette_dir: one suite only
     lab gen-stress instances=N [out=DIR] [force=true]   write N seeded chain-walk-rules instances
     lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]   compare two reports; exit 3 if incompatible
     lab admit BASE CAND [REPEAT_BASE REPEAT_CAND] [max_token_increase=0.2]   admission rule; exit 0 = admit

@@ -34,7 +34,7 @@ def _doit(basename: str, overrides: list[str]) -> int:
 
 
 def ci(overrides: list[str]) -> int:
-    """``lab ci [out=DIR]`` = ``doit ci``: replay every bundled cassette (SPEC R7)."""
+    """``lab ci [out=DIR] [suite_dir=DIR] [suite=ID] [cassette_dir=DIR]`` = ``doit ci`` (SPEC R7, lab.build.ci)."""
     return _doit("ci", overrides)
 
 

@@ -3,7 +3,9 @@
 A change may become a default only when all four clauses pass:
 
 1. ``improved`` — the paired run's aggregate verdict is *improved* (not
-   mixed, not unchanged; see :mod:`lab.compare.verdicts`);
+   mixed, not unchanged, not inconclusive: with fewer than 5 judged runs of
+   a task on a side the compare claims no direction; see
+   :mod:`lab.compare.verdicts`);
 2. ``no-lost-reliability`` — no task lost reliability in the paired run;
 3. ``tokens`` — tokens per success rose by at most ``max_token_increase``
    (default 0.2 = 20 %) relative to the base; the figure must be measured
@@ -88,7 +90,7 @@ def admit(base: dict[str, Any], cand: dict[str, Any], repeat: tuple[dict[str, An
 
 def _three_clauses(comparison: dict[str, Any], max_token_increase: float) -> list[Clause]:
     aggregate = comparison["aggregate"]
-    improved = Clause("improved", "the paired run is improved (not mixed, not unchanged)",
+    improved = Clause("improved", "the paired run is improved (not mixed, not unchanged, not inconclusive)",
                       "pass" if aggregate["verdict"] == "improved" else "fail",
                       f"aggregate verdict {aggregate['verdict']}: {aggregate['reason']}")
     lost = aggregate["lostReliability"]

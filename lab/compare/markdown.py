@@ -30,7 +30,7 @@ def render_comparison_markdown(doc: dict[str, Any]) -> str:
     lines += ["## Conditions", "", _conditions_table(doc), ""]
     if doc["warnings"]:
         lines += ["## Warnings", ""] + [f"- {w}" for w in doc["warnings"]] + [""]
-    lines += ["## Tasks", "", _tasks_table(doc["tasks"]), ""]
+    lines += ["## Tasks", "", _replay_table(doc["tasks"]) if doc["replay"] else _tasks_table(doc["tasks"]), ""]
     lost = [t for t in doc["tasks"] if t["lostReliability"]]
     if lost:
         lines += ["Lost reliability:", ""]
@@ -85,6 +85,14 @@ def _tasks_table(tasks: list[dict[str, Any]]) -> str:
     headers = ["task", "verdict", "base", "cand", "base 95% Wilson", "cand 95% Wilson", "Δ points",
                "lost reliability", "why"]
     return str(tabulate(rows, headers=headers, tablefmt="github", disable_numparse=True))
+
+
+def _replay_table(tasks: list[dict[str, Any]]) -> str:
+    """Replay: each task is changed or unchanged; no intervals, no direction."""
+    rows = [(t["taskId"], VERDICT_WORDS[t["verdict"]], _side_cell(t.get("base")), _side_cell(t.get("cand")),
+             t["reason"]) for t in tasks]
+    return str(tabulate(rows, headers=["task", "verdict", "base", "cand", "why"], tablefmt="github",
+                        disable_numparse=True))
 
 
 def _num(value: float | None, unit: str) -> str:

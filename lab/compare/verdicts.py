@@ -12,7 +12,9 @@ Per task (live, or any pair of equal non-replay modes), checked in order:
 
 In replay (both reports ``mode: replay``) a task is *changed* when the runs'
 statuses or verifier statuses differ (repetition by repetition), else
-*unchanged*.
+*unchanged*; a replay comparison carries no Wilson interval and claims no
+direction: no task loses reliability, and the aggregate is *changed* (some
+task changed or is absent from a side) or *unchanged*.
 
 A paired task has judged runs on both sides. It **lost reliability** when
 any of these holds:
@@ -34,6 +36,9 @@ as a fraction: 0.05 = 5 percentage points; "more than" is strict):
 - *regressed*: delta < −tolerance, or some task's verdict is *regressed*
   while the aggregate did not rise beyond the band;
 - *unchanged*: otherwise (within the band, no task regressed);
+- *inconclusive*: some paired task has fewer than 5 judged runs on a side
+  (SPEC M3): below that threshold the compare makes no claim, whatever the
+  aggregate did (checked before the four above);
 - *not comparable*: the modes differ, or no task is paired.
 
 Deltas (K3): tokens per success, wall time per success, cached-input ratio
@@ -61,7 +66,8 @@ EPSILON = 1e-12  # float slack for "more than the tolerance" and "pass^k fell"
 
 TaskVerdict = Literal["improved", "regressed", "inconclusive", "low_power", "not_comparable",
                       "changed", "unchanged"]
-AggregateVerdict = Literal["improved", "regressed", "mixed", "unchanged", "not_comparable"]
+AggregateVerdict = Literal["improved", "regressed", "mixed", "unchanged", "inconclusive", "not_comparable",
+                           "changed"]
 
 LIMITS = (
     "A conservative screen, not a significance test: disjoint 95% Wilson intervals are stricter "
@@ -70,6 +76,15 @@ LIMITS = (
     "No correction across tasks: with many tasks, a disjoint pair can occur by chance.",
     "Errored runs (infrastructure failures) are excluded from every rate; a task with errored "
     "runs is not comparable.",
+)
+
+REPLAY_LIMITS = (
+    "A replay measures the harness alone against recorded model answers; it says nothing about model quality.",
+    "Each task is changed or unchanged: run and verifier statuses compared repetition by repetition; "
+    "no interval and no direction is claimed.",
+    "An errored run (a replay divergence among them) is a status like any other here: a task whose runs "
+    "error on one side only is changed.",
+    "Token and time deltas compare recorded usage and this machine's wall time, not a model's behaviour.",
 )
 
 
@@ -110,7 +125,8 @@ def compare_reports(base: dict[str, Any], cand: dict[str, Any], *,
     replay = same_mode and hb.get("mode") == "replay"
     tasks = _task_entries(base, cand, same_mode=same_mode, replay=replay, tolerance=tolerance)
     mismatch = hb.get("suiteDigest") != hc.get("suiteDigest")
-    aggregate = _aggregate(tasks, tolerance, same_mode=same_mode)
+    aggregate = (_replay_aggregate(tasks, tolerance) if replay
+                 else _aggregate(tasks, tolerance, same_mode=same_mode))
     return {
         "schemaVersion": COMPARISON_SCHEMA_VERSION,
         "base": _conditions(hb), "cand": _conditions(hc),
@@ -118,7 +134,7 @@ def compare_reports(base: dict[str, Any], cand: dict[str, Any], *,
         "tasks": tasks, "counts": _counts(tasks), "aggregate": aggregate,
         "deltas": deltas(base, cand, same_mode=same_mode),
         "warnings": _warnings(hb, hc, tasks, aggregate, mismatch=mismatch, replay=replay),
-        "limits": list(LIMITS),
+        "limits": list(REPLAY_LIMITS if replay else LIMITS),
     }
 
 
@@ -149,22 +165,25 @@ def _task_entries(base: dict[str, Any], cand: dict[str, Any], *, same_mode: bool
     modes = (base["header"].get("mode"), cand["header"].get("mode"))
     entries = []
     for task_id in sorted(b_tasks.keys() | c_tasks.keys()):
-        entry = _paired_sides(task_id, b_tasks.get(task_id), c_tasks.get(task_id), k_cap)
+        entry = _paired_sides(task_id, b_tasks.get(task_id), c_tasks.get(task_id), k_cap, replay=replay)
         if replay:
             verdict, reason = _replay_verdict(entry, _pattern(base, task_id), _pattern(cand, task_id))
         else:
             verdict, reason = _verdict(entry, same_mode=same_mode, modes=modes)
         entry["verdict"], entry["reason"] = verdict, reason
-        lost = _lost_reasons(entry, tolerance)
+        lost = [] if replay else _lost_reasons(entry, tolerance)
         entry["lostReliability"], entry["lostReliabilityReasons"] = bool(lost), lost
         entries.append(entry)
     return entries
 
 
-def _side(block: dict[str, Any]) -> dict[str, Any]:
+def _side(block: dict[str, Any], *, replay: bool) -> dict[str, Any]:
+    """One side of a task entry; in replay without ``wilson95`` (a replay has no sampling error)."""
     n, c = int(block["judged"]), int(block["passes"])
     side: dict[str, Any] = {"runs": int(block["runs"]), "judged": n, "passes": c, "errors": int(block["errors"])}
-    if n:
+    if replay:
+        side.update(successRate=c / n if n else None)
+    elif n:
         low, high = wilson_interval(c, n)
         side.update(successRate=c / n, wilson95=[low, high])
     else:
@@ -172,12 +191,13 @@ def _side(block: dict[str, Any]) -> dict[str, Any]:
     return side
 
 
-def _paired_sides(task_id: str, b: dict[str, Any] | None, c: dict[str, Any] | None, k_cap: int) -> dict[str, Any]:
+def _paired_sides(task_id: str, b: dict[str, Any] | None, c: dict[str, Any] | None, k_cap: int, *,
+                  replay: bool) -> dict[str, Any]:
     entry: dict[str, Any] = {"taskId": task_id}
     if b is not None:
-        entry["base"] = _side(b)
+        entry["base"] = _side(b, replay=replay)
     if c is not None:
-        entry["cand"] = _side(c)
+        entry["cand"] = _side(c, replay=replay)
     paired = b is not None and c is not None and entry["base"]["judged"] > 0 and entry["cand"]["judged"] > 0
     entry["paired"] = paired
     if paired:
@@ -273,8 +293,27 @@ def _aggregate(tasks: list[dict[str, Any]], tolerance: float, *, same_mode: bool
     cand_rate = sum(t["cand"]["successRate"] for t in paired) / len(paired)
     delta = cand_rate - base_rate
     regressed = [t["taskId"] for t in tasks if t["verdict"] == "regressed"]
-    verdict, reason = _aggregate_verdict(delta, tolerance, block["lostReliability"], regressed)
+    low = [t["taskId"] for t in paired if min(t["base"]["judged"], t["cand"]["judged"]) < LOW_POWER_RUNS]
+    if low:
+        verdict: AggregateVerdict = "inconclusive"
+        reason = (f"low power: {len(low)} of {len(paired)} paired task(s) have fewer than {LOW_POWER_RUNS} "
+                  f"judged runs on a side ({', '.join(low)}); below that the compare claims no direction")
+    else:
+        verdict, reason = _aggregate_verdict(delta, tolerance, block["lostReliability"], regressed)
     return {**block, "base": base_rate, "cand": cand_rate, "delta": delta, "verdict": verdict, "reason": reason}
+
+
+def _replay_aggregate(tasks: list[dict[str, Any]], tolerance: float) -> dict[str, Any]:
+    """Replay: *changed* when some task changed or is absent from a side, else *unchanged*; no rates."""
+    block: dict[str, Any] = {"tolerance": tolerance, "pairedTasks": sum(1 for t in tasks if t["paired"]),
+                             "excludedTasks": [t["taskId"] for t in tasks if not t["paired"]],
+                             "lostReliability": []}
+    changed = [t["taskId"] for t in tasks if t["verdict"] != "unchanged"]
+    if changed:
+        return {**block, "verdict": "changed",
+                "reason": f"replay: {len(changed)} of {len(tasks)} task(s) changed: {', '.join(changed)}"}
+    return {**block, "verdict": "unchanged",
+            "reason": f"replay: all {len(tasks)} task(s) unchanged (same run and verifier statuses)"}
 
 
 def _aggregate_verdict(delta: float, tolerance: float, lost: list[str],
@@ -337,4 +376,5 @@ def write_comparison(out_dir: Path, doc: dict[str, Any]) -> tuple[Path, Path]:
 
 
 __all__ = ["COMPARISON_SCHEMA_VERSION", "DELTA_FIGURES", "DEFAULT_TOLERANCE", "IncompatibleReports", "LIMITS",
+           "REPLAY_LIMITS",
            "compare_reports", "disjoint", "render_comparison_markdown", "write_comparison"]

@@ -8,23 +8,70 @@ Each event is one object::
 
 Events: ``eval_started`` (planned runs), ``run_started``, ``run_finished``
 (status), ``run_skipped`` (record up to date), ``run_cancelled``,
-``eval_voided`` (three infrastructure errors in a row), ``report_written``.
+``eval_voided`` (three infrastructure errors in a row), ``report_written``,
+``eval_finished`` (exitCode), and ``run_error`` (``reason``, ``exitCode``):
+the last event of every command that ends in a handled failure — a usage or
+setup error before any run (a bad key, a missing grant: exit 1), a report
+that cannot be copied to ``out=``, errored runs (exit 1) or a replay
+divergence (exit 2). A cancelled command ends with ``run_cancelled`` instead.
 With ``progress=true`` they stream to stderr as they happen; every command
-appends them to ``<run store>/events.jsonl``.
+that got as far as planning appends them to ``<run store>/events.jsonl``
+(a failure before that has no run store: it is streamed only).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
 SCHEMA = "lab.event.v1"
 _FILE_LOCK = threading.Lock()  # several logs may append to one file (variants)
+_OBSERVER_LOCK = threading.Lock()  # callbacks run one at a time, whichever thread emits
+_EVENT_OBSERVERS: list[Callable[[dict[str, Any]], None]] = []
+_RECORD_OBSERVERS: list[Callable[[dict[str, Any]], None]] = []
+
+
+@contextmanager
+def observing(on_event: Callable[[dict[str, Any]], None] | None = None,
+              on_record: Callable[[dict[str, Any]], None] | None = None) -> Iterator[None]:
+    """Within the block, call ``on_event(event)`` for every lifecycle event emitted in this
+    process and ``on_record(record)`` for every run record written (see :func:`notify_record`).
+
+    Callbacks are called one at a time (serialised by a lock, also with ``jobs>1``),
+    with a copy of the event or record. Used by the Python API (``lab.build.api``).
+    """
+    with _OBSERVER_LOCK:
+        if on_event is not None:
+            _EVENT_OBSERVERS.append(on_event)
+        if on_record is not None:
+            _RECORD_OBSERVERS.append(on_record)
+    try:
+        yield
+    finally:
+        with _OBSERVER_LOCK:
+            if on_event is not None:
+                _EVENT_OBSERVERS.remove(on_event)
+            if on_record is not None:
+                _RECORD_OBSERVERS.remove(on_record)
+
+
+def _notify(observers: list[Callable[[dict[str, Any]], None]], item: dict[str, Any]) -> None:
+    with _OBSERVER_LOCK:
+        for callback in list(observers):
+            callback(copy.deepcopy(item))
+
+
+def notify_record(record: dict[str, Any]) -> None:
+    """Hand a freshly written run record to the record observers (none outside :func:`observing`)."""
+    if _RECORD_OBSERVERS:
+        _notify(_RECORD_OBSERVERS, record)
 
 
 def utc_now() -> str:
@@ -65,12 +112,27 @@ class EventLog:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 with open(self.path, "a", encoding="utf-8") as fh:
                     fh.write(line)
+        if _EVENT_OBSERVERS:
+            _notify(_EVENT_OBSERVERS, record)
         return record
 
     def child(self, extra: dict[str, Any], *, path: Path | None = None) -> EventLog:
         """A log with ``extra`` added to every event, writing to ``path`` (default: the same file)."""
         return EventLog({**self.identity, **extra}, path=path or self.path, stream=self.stream,
                         clock=self.clock)
+
+
+def emit_run_error(events: EventLog | None, reason: str, exit_code: int, *, progress: bool = False) -> None:
+    """Emit ``run_error`` (the last event of a handled failure).
+
+    Args:
+        events: the command's log; None before one exists (a usage error),
+            then the event goes to stderr only, and only when ``progress``.
+        reason: the one-line message the user was shown.
+        exit_code: the command's exit code (1 or 2).
+    """
+    log = events if events is not None else EventLog({}, stream=stderr_if(progress))
+    log.emit("run_error", reason=reason, exitCode=exit_code)
 
 
 def stderr_if(enabled: bool) -> TextIO | None:

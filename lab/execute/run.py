@@ -115,6 +115,7 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
     started_at = _utc_now()
     t0 = time.monotonic()
     record = _record_base(ctx, spec, started_at)
+    record["expectedOutcome"] = task.expected_outcome  # how the claim is read (lab.report.metrics)
     workspace: Path | None = None
     try:
         from lab.sandbox.workspace import create_workspace, snapshot

@@ -5,7 +5,8 @@ the writers only format: ``markdown`` (report.md), ``html`` (index.html from
 ``templates/index.html.j2``), ``junit`` (junit.xml) and ``lines``
 (runs.jsonl, events.jsonl and the ``json=true`` run line). ``stats`` holds the
 estimators (Wilson score interval, pass@k, pass^k); ``closing`` the lines
-printed when an eval ends.
+printed when an eval ends; ``summary`` the typed summaries of the Python API
+(``summarise_records`` over existing run records).
 
 May import: the bottom modules only (store, files, paths, errors, schemas).
 """

@@ -8,7 +8,9 @@ format them. Definitions (the user-facing version is ``docs/reports.md``):
   runs (infrastructure, replay divergence, a verifier that could not run) are
   counted apart and excluded from every rate.
 - ``successRate`` (M1) = passes / judged, with its 95 % Wilson interval
-  ``wilson95`` = [low, high]; both null when nothing was judged.
+  ``wilson95`` = [low, high]; both null when nothing was judged. A replay
+  report has ``wilson95`` null everywhere: a replay is deterministic, so its
+  rates carry no sampling interval (SPEC K1, modes).
 - ``passAtK`` / ``passHatK`` per task (M2): the unbiased estimators of
   :mod:`lab.report.stats` with k' = min(k, judged); with k' = judged they are "at
   least one judged run passed" and "every judged run passed". The suite's
@@ -32,7 +34,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lab.report.metrics import cached_input, cached_input_ratio, estimated_block, is_judged, measured_block, usage_of
+from lab.report.metrics import (
+    cached_input,
+    claimed_success,
+    estimated_block,
+    is_judged,
+    measured_block,
+    usage_of,
+)
 from lab.report.repetition import repetition_block
 from lab.report.stats import pass_at_k, pass_hat_k, wilson_interval
 
@@ -80,6 +89,9 @@ def build_report(header: dict[str, Any], records: list[dict[str, Any]], *,
         doc["header"]["note"] = REPLAY_NOTE
     doc["summary"] = _summary(records, tasks)
     doc["tasks"] = tasks
+    if header.get("mode") == "replay":
+        for block in (doc["summary"], *tasks):
+            block["wilson95"] = None
     grouped = sorted(by_task.items())
     measured = measured_block(records, grouped)
     if measured is not None:
@@ -113,10 +125,14 @@ def _rate(passes: int, judged: int) -> dict[str, Any]:
 
 
 def claims(runs: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """X2 over judged runs: falsePositives (claimed success, not passed), falseNegatives."""
+    """X2 over judged runs: falsePositives (claimed success, not passed), falseNegatives.
+
+    The claim is read against the task's expected outcome (:func:`claimed_success`):
+    on a refusal task a give-up is the claimed success.
+    """
     judged = [r for r in runs if is_judged(r)]
-    return {"falsePositives": sum(1 for r in judged if r.get("claim") == "success" and r["status"] != "pass"),
-            "falseNegatives": sum(1 for r in judged if r.get("claim") != "success" and r["status"] == "pass")}
+    return {"falsePositives": sum(1 for r in judged if claimed_success(r) and r["status"] != "pass"),
+            "falseNegatives": sum(1 for r in judged if not claimed_success(r) and r["status"] == "pass")}
 
 
 def _task_block(task_id: str, runs: list[dict[str, Any]], k: int) -> dict[str, Any]:
@@ -131,7 +147,9 @@ def _task_block(task_id: str, runs: list[dict[str, Any]], k: int) -> dict[str, A
         block["passAtK"] = block["passHatK"] = None
     block["flaky"] = 0 < c < n
     block["lowPower"] = n < LOW_POWER_RUNS
-    block["cachedInputRatio"] = cached_input_ratio(runs)
+    cached = cached_input(runs)
+    block["cachedInputRatio"] = cached["ratio"]
+    block["cachedInputRuns"] = cached["runsReporting"]  # judged runs that reported cached input (M5)
     block.update(claims(runs))
     return block
 

@@ -20,8 +20,9 @@ def summarise(report_dir: Path) -> tuple[int, str]:
     """
     doc = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
     h, s = doc["header"], doc["summary"]
-    rate = "—" if s["successRate"] is None else (
-        f"{100 * s['successRate']:.1f}% (95% Wilson {s['wilson95'][0]:.3f}–{s['wilson95'][1]:.3f})")
+    rate = "—" if s["successRate"] is None else f"{100 * s['successRate']:.1f}%"
+    if s["wilson95"] is not None:
+        rate += f" (95% Wilson {s['wilson95'][0]:.3f}–{s['wilson95'][1]:.3f})"
     lines = [f"{h['suiteId']} {h['suiteVersion']} · {h['mode']} · {h['provider']}/{h['model']} · "
              f"k={h['k']} seed={h['seed']} · config {h['configHash'][:12]}"]
     if "note" in h:
@@ -47,8 +48,8 @@ def _warnings(doc: dict[str, Any]) -> list[str]:
     """Low power (M3) overall and per task; token figures omitted (M4)."""
     s, lines = doc["summary"], []
     if s.get("lowPower"):
-        lines.append(f"low power: {s['judged']} judged runs overall (fewer than {LOW_POWER_RUNS}); "
-                     "intervals are wide")
+        lines.append(f"low power: {s['judged']} judged runs overall (fewer than {LOW_POWER_RUNS})"
+                     + ("" if s["wilson95"] is None else "; intervals are wide"))
     low_tasks = s.get("lowPowerTasks") or []
     if low_tasks:
         lines.append(f"low power: {len(low_tasks)} of {s['tasks']} tasks have fewer than {LOW_POWER_RUNS} "

@@ -82,6 +82,7 @@ def _page(doc: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
         runs_by_task.setdefault(record["taskId"], []).append(record)
     return {
         "title": f"{h['suiteId']} {h['suiteVersion']} — {h['mode']}", "note": h.get("note"),
+        "replay": h.get("mode") == "replay",
         "conditions": conditions(h), "summary": [(label, str(value)) for label, value in summary_rows(s)],
         "summaryBar": wilson_bar(s["successRate"], s["wilson95"]), "notices": notices(doc),
         "tasks": [_task_view(t, runs_by_task.get(t["taskId"], [])) for t in doc["tasks"]],

@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from lab.report.build import sort_records
+from lab.report.metrics import claimed_success
 
 CONDITIONS = ("runId", "suiteVersion", "suiteDigest", "harnessVersion", "harnessDigest", "configHash",
               "variant", "provider", "model", "mode", "k", "seed", "note")
@@ -44,7 +45,7 @@ def _run_failure_line(run: dict[str, Any]) -> str:
         line += f" ({run['budgetExceeded']})"
     failed = [v for v in run.get("verifiers", []) if v["status"] != "pass"]
     line += "".join(f"\n  verifier {v['id']} ({v['kind']}): {v['status']}: {v['detail']}" for v in failed)
-    if run.get("claim") == "success" and run["status"] != "pass":
+    if claimed_success(run) and run["status"] != "pass":
         line += "\n  false positive: the agent claimed success"
     return line
 

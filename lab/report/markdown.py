@@ -70,7 +70,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     lines += ["## Conditions", ""] + _table(conditions(h), ["", ""])
     lines += ["## Summary", ""] + _table(summary_rows(s), ["", ""])
     lines += [line for notice in notices(doc) for line in (notice, "")]
-    lines += ["## Tasks", ""] + _task_table(doc["tasks"])
+    lines += ["## Tasks", ""] + _task_table(doc["tasks"], replay=doc["header"].get("mode") == "replay")
     lines += _repetition_lines(doc["repetition"])
     lines += _measured_lines(doc.get("measured"))
     lines += _estimated_lines(doc.get("estimated"), doc)
@@ -86,7 +86,8 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, Any]]:
     cached = s["cachedInput"]
     return [("runs", s["runs"]), ("judged", s["judged"]), ("passes", s["passes"]), ("fails", s["fails"]),
             ("budget exceeded", s["budgetExceeded"]), ("errors (excluded)", s["errors"]),
-            ("success rate", f"{pct(s['successRate'])} {interval(s['wilson95'])} (95% Wilson)"),
+            ("success rate", f"{pct(s['successRate'])} {interval(s['wilson95'])} (95% Wilson)"
+             if s["wilson95"] is not None or s["successRate"] is None else pct(s["successRate"])),
             ("pass@k (tasks)", pct(s["passAtK"])), ("pass^k (tasks)", pct(s["passHatK"])),
             ("false positives / negatives", f"{s['falsePositives']} / {s['falseNegatives']}"),
             ("replay divergences", s["divergences"]),
@@ -119,15 +120,18 @@ def notices(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _task_table(tasks: list[dict[str, Any]]) -> list[str]:
+def _task_table(tasks: list[dict[str, Any]], *, replay: bool = False) -> list[str]:
+    """The per-task table; a replay has no sampling interval, so no Wilson column."""
     rows = []
     for t in tasks:
         flags = [f for f, on in (("flaky", t["flaky"]), ("low power", t["lowPower"])) if on]
-        rows.append((t["taskId"], t["judged"], t["passes"], t["fails"], t["budgetExceeded"], t["errors"],
-                     pct(t["successRate"]), interval(t["wilson95"]), pct(t["passAtK"]), pct(t["passHatK"]),
-                     t["falsePositives"], t["falseNegatives"], pct(t["cachedInputRatio"]), ", ".join(flags)))
-    return _table(rows, ["task", "judged", "pass", "fail", "budget", "error", "rate", "95% Wilson",
-                         "pass@k", "pass^k", "FP", "FN", "cached", "flags"])
+        row = [t["taskId"], t["judged"], t["passes"], t["fails"], t["budgetExceeded"], t["errors"],
+               pct(t["successRate"]), interval(t["wilson95"]), pct(t["passAtK"]), pct(t["passHatK"]),
+               t["falsePositives"], t["falseNegatives"], pct(t["cachedInputRatio"]), ", ".join(flags)]
+        rows.append(tuple(row[:7] + row[8:]) if replay else tuple(row))
+    headers = ["task", "judged", "pass", "fail", "budget", "error", "rate", "95% Wilson",
+               "pass@k", "pass^k", "FP", "FN", "cached", "flags"]
+    return _table(rows, headers[:7] + headers[8:] if replay else headers)
 
 
 def _repetition_lines(rep: dict[str, Any]) -> list[str]:

@@ -57,6 +57,18 @@ def is_judged(record: dict[str, Any]) -> bool:
     return record["status"] in JUDGED
 
 
+def claimed_success(record: dict[str, Any]) -> bool:
+    """Whether the agent claimed success (X2), read against the task's expected outcome.
+
+    A task whose correct outcome is a refusal (suite.json ``expectedOutcome:
+    "refusal"``, copied into the record) is claimed done by giving up
+    (claim ``gave_up``); any other task by claiming success (``DONE``). A
+    record without ``expectedOutcome`` is read as ``success``.
+    """
+    expected = "gave_up" if record.get("expectedOutcome") == "refusal" else "success"
+    return record.get("claim") == expected
+
+
 def usage_of(record: dict[str, Any]) -> dict[str, Any] | None:
     """The run's main-loop usage when input and output tokens were reported, else None."""
     usage = record.get("usage")

@@ -19,10 +19,13 @@ Terms (``repetition`` block of ``report.json``):
 - ``variableTasks``: tasks observed both passing and not passing among their
   assessed runs (0 < passed < assessed) — the flaky tasks.
 - ``variableVerifiers``: [{taskId, verifierId}] verifiers observed both
-  passing and failing across the assessed runs of their task.
+  passing and failing across the runs of their task.
 - ``tasks``: [{taskId, passed, assessed}] per task;
   ``verifiers``: [{taskId, verifierId, passed, assessed}] per verifier, where
-  assessed counts the assessed runs that have a pass/fail verdict from it.
+  assessed counts the runs that have a pass/fail verdict from it. A partially
+  assessed run (one verifier passed, another could not run: the run is
+  invalid, with no score and no resolution) keeps its valid observations
+  here: the verifiers that did deliver a verdict are counted.
 """
 
 from __future__ import annotations
@@ -40,9 +43,10 @@ def _score_stats(assessed: list[dict[str, Any]]) -> dict[str, float | None]:
     return {"scoreMean": sum(scores) / len(scores), "scoreMin": min(scores), "scoreMax": max(scores)}
 
 
-def _verifier_counts(assessed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _verifier_counts(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per-verifier pass/fail observations over every run (errored runs included: a verdict is a verdict)."""
     tally: dict[tuple[str, str], list[int]] = {}
-    for run in assessed:
+    for run in records:
         for verdict in run.get("verifiers", []):
             if verdict["status"] not in ("pass", "fail"):
                 continue
@@ -79,7 +83,7 @@ def repetition_block(records: list[dict[str, Any]], planned_tasks: Sequence[str]
         passed_assessed[0] += run["status"] == "pass"
         passed_assessed[1] += 1
     per_task = [{"taskId": task_id, "passed": p, "assessed": a} for task_id, (p, a) in sorted(tally.items())]
-    verifiers = _verifier_counts(assessed)
+    verifiers = _verifier_counts(records)
     return {
         "requested": requested, "completed": len(records), "assessed": len(assessed),
         "invalid": sum(1 for r in records if r["status"] == "error"), "resolved": resolved,

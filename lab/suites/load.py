@@ -47,6 +47,7 @@ class Task:
     agent: str | None = None
     fixture_git: bool = False
     replay_normalize: tuple[tuple[str, str], ...] = ()
+    expected_outcome: str = "success"  # "success" | "refusal" (suite.json expectedOutcome)
 
     @property
     def effects(self) -> frozenset[str]:
@@ -129,6 +130,7 @@ def _task(doc: dict[str, Any], suite_dir: Path) -> Task:
         verifiers=tuple(doc["verifiers"]), tags=tuple(doc.get("tags", [])),
         agent=doc.get("agent"), fixture_git=bool(doc.get("fixtureGit", False)),
         replay_normalize=tuple((r["pattern"], r["replace"]) for r in doc.get("replayNormalize", [])),
+        expected_outcome=str(doc.get("expectedOutcome", "success")),
     )
 
 

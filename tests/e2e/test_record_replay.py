@@ -93,7 +93,7 @@ def test_ci_fails_when_a_recorded_suite_lacks_a_cassette(tmp_path: Path) -> None
     cassettes = tmp_path / "cassettes"
     shutil.copytree(ROOT / "cassettes" / "core", cassettes / "core")
     (cassettes / "core" / "edit-file.jsonl").unlink()
-    result = run_cmd(["doit", "ci", f"cassette_dir={cassettes}"], tmp_path / "runs")
+    result = run_cmd(["doit", "ci", "suite=core", f"cassette_dir={cassettes}"], tmp_path / "runs")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "edit-file" in result.stdout and "no cassette for this task" in result.stdout
 

@@ -1,0 +1,71 @@
+"""`lab ci suite_dir=DIR` and `cassette_dir=DIR` (the latter only with a single suite), SPEC R7."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.lab_process import ROOT, run_cmd
+
+pytestmark = pytest.mark.slow
+
+
+def copy_suites(root: Path, *names: str) -> Path:
+    for name in names:
+        shutil.copytree(ROOT / "suites" / name, root / name)
+    return root
+
+
+def test_ci_replays_the_suites_of_a_suite_dir(tmp_path: Path) -> None:
+    suites = copy_suites(tmp_path / "suites", "core", "holdout")
+    result = run_cmd(["lab", "ci", f"suite_dir={suites}", "yes=true"], tmp_path / "runs")
+    assert result.returncode == 0, result.stdout + result.stderr
+    table = result.stdout.split("suite ", 1)[1]
+    assert "core" in table and "holdout" in table and "smoke-coding" not in table
+    assert "ci: every cassette replays cleanly and passes" in result.stdout
+
+
+def test_ci_replays_one_suite_of_a_suite_dir_from_a_cassette_dir(tmp_path: Path) -> None:
+    suites = copy_suites(tmp_path / "suites", "core")
+    cassettes = tmp_path / "cassettes"
+    shutil.copytree(ROOT / "cassettes" / "core", cassettes / "core")
+    result = run_cmd(["lab", "ci", f"suite_dir={suites}", f"cassette_dir={cassettes}", "yes=true"],
+                     tmp_path / "runs")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_suite_dir_suite_is_third_party_and_needs_yes(tmp_path: Path) -> None:
+    suites = copy_suites(tmp_path / "suites", "core")
+    result = run_cmd(["lab", "ci", f"suite_dir={suites}"], tmp_path / "runs")
+    assert result.returncode == 1
+    assert "yes=true" in result.stderr
+    assert not list((tmp_path / "runs").glob("*/*/runs"))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["cassette_dir=CAS"], "cassette_dir= holds the recordings of a single suite, but 6 suites are selected"),
+    (["suite_dir=SUITES", "cassette_dir=CAS", "yes=true"], "but 2 suites are selected"),
+    (["suite=nope"], "ci: suite 'nope' not found among the bundled suites"),
+    (["suite_dir=EMPTY"], "no suite in it (expected DIR/<suite id>/suite.json)"),
+    (["seed=3"], "ci: unknown key 'seed'"),
+])
+def test_ci_refusals_are_one_line_before_any_run(tmp_path: Path, args: list[str], message: str) -> None:
+    copy_suites(tmp_path / "suites", "core", "holdout")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "cas").mkdir()
+    args = [a.replace("SUITES", str(tmp_path / "suites")).replace("EMPTY", str(tmp_path / "empty"))
+            .replace("CAS", str(tmp_path / "cas")) for a in args]
+    result = run_cmd(["lab", "ci", *args], tmp_path / "runs")
+    assert result.returncode == 1
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not list((tmp_path / "runs").glob("*/*/runs"))
+
+
+def test_ci_of_one_bundled_suite_with_a_cassette_dir(tmp_path: Path) -> None:
+    cassettes = tmp_path / "cassettes"
+    shutil.copytree(ROOT / "cassettes" / "holdout", cassettes / "holdout")
+    result = run_cmd(["doit", "ci", "suite=holdout", f"cassette_dir={cassettes}"], tmp_path / "runs")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "holdout" in result.stdout and "core " not in result.stdout

@@ -1,0 +1,59 @@
+"""Every handled failure ends the lifecycle event stream with ``run_error`` (SPEC X6), under lab and doit."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.lab_process import ROOT, run_cmd
+
+
+def events_of(stderr: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stderr.splitlines() if line.startswith('{"')]
+
+
+@pytest.mark.parametrize("command", [["lab", "run"], ["doit", "eval"]])
+@pytest.mark.parametrize(("override", "reason"), [
+    ("allow=[]", "which is not granted"),
+    ("kk=3", "unknown key 'kk'"),
+])
+def test_a_setup_failure_ends_with_run_error(tmp_path: Path, command: list[str], override: str,
+                                             reason: str) -> None:
+    result = run_cmd([*command, "suite=core", "provider=scripted", "progress=true", override], tmp_path)
+    assert result.returncode == 1
+    events = events_of(result.stderr)
+    assert len(events) == 1 and events[-1]["event"] == "run_error"
+    assert reason in str(events[-1]["reason"]) and events[-1]["exitCode"] == 1
+    assert events[-1]["schema"] == "lab.event.v1"
+
+
+def test_without_progress_no_event_is_printed(tmp_path: Path) -> None:
+    result = run_cmd(["lab", "run", "suite=core", "provider=scripted", "allow=[]"], tmp_path)
+    assert result.returncode == 1 and events_of(result.stderr) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", [["lab", "run"], ["doit", "eval"]])
+def test_a_replay_divergence_ends_with_run_error(tmp_path: Path, command: list[str]) -> None:
+    cassettes, data = tmp_path / "cassettes", tmp_path / "runs"
+    shutil.copytree(ROOT / "cassettes" / "core", cassettes / "core")
+    result = run_cmd([*command, "suite=core", "mode=replay", "tasks=[edit-file]", f"cassette_dir={cassettes}",
+                      "agent.max_output_tokens=1000", "progress=true"], data)
+    assert result.returncode == 2, result.stderr
+    events = events_of(result.stderr)
+    assert [e["event"] for e in events[-2:]] == ["eval_finished", "run_error"]
+    assert events[-1]["exitCode"] == 2 and "replay divergence" in str(events[-1]["reason"])
+    saved = [json.loads(line) for line in next(data.glob("core/*/events.jsonl")).read_text().splitlines()]
+    assert saved[-1]["event"] == "run_error"
+
+
+def test_a_failed_ci_gate_ends_with_run_error(tmp_path: Path) -> None:
+    empty = tmp_path / "no-cassettes"
+    empty.mkdir()
+    result = run_cmd(["lab", "ci", "suite=core", f"cassette_dir={empty}", "progress=true"], tmp_path / "runs")
+    assert result.returncode == 1
+    events = events_of(result.stderr)
+    assert events[-1]["event"] == "run_error" and events[-1]["exitCode"] == 1
