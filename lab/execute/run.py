@@ -220,7 +220,8 @@ def agent_settings(config: EffectiveConfig) -> Any:
         compaction_threshold=agent["compaction"]["threshold"],
         max_context_chars=agent["limits"]["max_context_chars"],
         tool_output_chars=agent["limits"]["tool_output_chars"],
-        command_timeout_ms=agent["limits"]["command_timeout_ms"])
+        command_timeout_ms=agent["limits"]["command_timeout_ms"],
+        send_reasoning=bool(provider.get("reasoning_in_history")))
 
 
 def effective_policy(config: EffectiveConfig, task: Task) -> dict[str, Any]:

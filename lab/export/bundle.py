@@ -31,7 +31,7 @@ from typing import Any
 
 from lab.errors import LabError
 from lab.export.secrets import SecretHit, SecretScanner, describe_hits
-from lab.files import dumps_json, write_atomic
+from lab.files import dumps_json, split_lines, write_atomic
 from lab.store import find_run, read_report
 
 BUNDLE_SCHEMA_VERSION = 1
@@ -138,7 +138,7 @@ def read_bundle(report_dir: Path) -> dict[str, Any]:
     """
     report = read_report(report_dir / "report.json")
     try:
-        lines = (report_dir / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+        lines = split_lines((report_dir / "runs.jsonl").read_text(encoding="utf-8"))
         runs = [json.loads(line) for line in lines if line.strip()]
         markdown = (report_dir / "report.md").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab.canonical import canonical_hash
 from lab.errors import CassetteError, CassetteMiss
-from lab.files import dumps_line, write_atomic
+from lab.files import dumps_line, split_lines, write_atomic
 from lab.providers.base import Exchange, Provider, Purpose
+from lab.replay.fingerprint import fingerprint as _fingerprint
+from lab.replay.fingerprint import json_equal
 
 FORMAT = "cassette/v1"
 SCHEMA_VERSION = 1
@@ -74,8 +75,8 @@ class Normaliser:
 
 
 def fingerprint(normalised_request: dict[str, Any]) -> str:
-    """sha256 hex of the canonical JSON of a normalised request."""
-    return canonical_hash(normalised_request)
+    """sha256 hex of the canonical JSON of a normalised request (numbers as JSON numbers)."""
+    return _fingerprint(normalised_request)
 
 
 @dataclass
@@ -139,8 +140,8 @@ class Replayer:
                                f"{recorded.get('purpose')!r}, actual {purpose!r}",
                                call_index=index, field="purpose",
                                recorded=str(recorded.get("purpose")), actual=purpose)
-        if fingerprint(actual) != recorded["fingerprint"] or actual != recorded["request"]:
-            path, rec, act = first_difference(recorded["request"], actual)
+        if not json_equal(actual, recorded["request"]):  # JSON equality: 1 == 1.0, true != 1
+            path, rec, act = divergence(recorded["request"], actual)
             raise CassetteMiss(f"{self.source}: call {index}: request differs at {path}: "
                                f"recorded {rec!r}, actual {act!r}",
                                call_index=index, field=path, recorded=rec, actual=act)
@@ -152,6 +153,17 @@ class Replayer:
     def unused(self) -> int:
         """Recorded calls the harness never made."""
         return len(self.calls) - self.position
+
+
+def divergence(recorded: Any, actual: Any) -> tuple[str, str | None, str | None]:
+    """:func:`first_difference` with a path that is never empty.
+
+    A difference at the root (two values of different JSON types) is named
+    ``(request)``. Values are compared as JSON (``1`` equals ``1.0``,
+    ``true`` differs from ``1``).
+    """
+    path, rec, act = first_difference(recorded, actual)
+    return path or "(request)", rec, act
 
 
 def first_difference(recorded: Any, actual: Any, path: str = "") -> tuple[str, str | None, str | None]:
@@ -169,7 +181,7 @@ def first_difference(recorded: Any, actual: Any, path: str = "") -> tuple[str, s
                 return sub, None, _excerpt(actual[key])
             if key not in actual:
                 return sub, _excerpt(recorded[key]), None
-            if recorded[key] != actual[key]:
+            if not json_equal(recorded[key], actual[key]):
                 return first_difference(recorded[key], actual[key], sub)
     elif isinstance(recorded, list) and isinstance(actual, list):
         for i in range(max(len(recorded), len(actual))):
@@ -177,7 +189,7 @@ def first_difference(recorded: Any, actual: Any, path: str = "") -> tuple[str, s
                 return f"{path}[{_item_key(actual[i], i)}]", None, _excerpt(actual[i])
             if i >= len(actual):
                 return f"{path}[{_item_key(recorded[i], i)}]", _excerpt(recorded[i]), None
-            if recorded[i] != actual[i]:
+            if not json_equal(recorded[i], actual[i]):
                 key = _item_key(recorded[i], i)
                 if key != _item_key(actual[i], i):
                     key = str(i)
@@ -232,7 +244,7 @@ def read_cassette(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             or a version newer than this lab.
     """
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = split_lines(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CassetteError(f"{path}: no cassette for this task; record one with `doit record`") from None
     except (OSError, UnicodeDecodeError) as exc:
