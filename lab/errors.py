@@ -76,6 +76,8 @@ class ProviderError(LabError):
     cause = "provider"
     #: what the answer carried before the failure (``{"content", "toolCalls"}``), if anything
     partial: dict[str, Any] | None = None
+    #: the exchange as received when the answer itself was the failure (kept for cassettes)
+    exchange: dict[str, Any] | None = None
 
     def __init__(self, message: str, *, cause: str | None = None,
                  partial: dict[str, Any] | None = None) -> None:

@@ -151,7 +151,11 @@ class OpenAICompatProvider:
         while True:
             try:
                 exchange = self._attempt(body, api_key, deadline)
-                parse_exchange(exchange)
+                try:
+                    parse_exchange(exchange)
+                except ProviderError as exc:
+                    exc.exchange = exchange  # the failing answer, so a recording can replay it
+                    raise
                 return exchange
             except _RetryableStatus as retry:
                 delay_s = self._retry_delay(retry, attempt, deadline)

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab.errors import CassetteError, CassetteMiss
+from lab.errors import CassetteError, CassetteMiss, ProviderError
 from lab.files import dumps_line, split_lines, write_atomic
 from lab.providers.base import Exchange, Provider, Purpose
 from lab.replay.fingerprint import fingerprint as _fingerprint
@@ -44,10 +44,13 @@ class Normaliser:
         workspace: the run's workspace path; every occurrence (as given and
             resolved) becomes ``<workspace>``.
         rules: ``(pattern, replace)`` regex rules applied to tool output.
+        redact: replaces secrets by their markers (``<secret:github-token>``),
+            applied last, so a live request matches its redacted recording.
     """
 
     workspace: Path | None = None
     rules: tuple[tuple[str, str], ...] = ()
+    redact: Callable[[Any], Any] | None = None
 
     def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
         paths = set()
@@ -71,6 +74,8 @@ class Normaliser:
             return value
 
         result: dict[str, Any] = fix(request)
+        if self.redact is not None:
+            result = self.redact(result)
         return result
 
 
@@ -98,16 +103,27 @@ class Recorder:
 
     def send(self, request: dict[str, Any], *, purpose: Purpose = "main",
              timeout_s: float | None = None) -> Exchange:
-        exchange = self.inner.send(request, purpose=purpose, timeout_s=timeout_s)
+        try:
+            exchange = self.inner.send(request, purpose=purpose, timeout_s=timeout_s)
+        except ProviderError as exc:
+            if exc.exchange is not None:  # the answer was the failure: keep it so it replays
+                self._keep(request, purpose, exc.exchange, failed=True)
+            raise
+        self._keep(request, purpose, exchange)
+        return exchange
+
+    def _keep(self, request: dict[str, Any], purpose: Purpose, exchange: Exchange,
+              failed: bool = False) -> None:
         normalised = self.normalise(request)
         call = {"schemaVersion": SCHEMA_VERSION, "type": "call", "index": len(self.calls),
                 "purpose": purpose, "fingerprint": fingerprint(normalised),
                 "request": normalised, "exchange": exchange}
+        if failed:
+            call["failed"] = True
         headers = getattr(self.inner, "headers", None)
-        if headers:  # extra request headers (never Authorization: the key stays in the environment)
+        if headers:  # extra request headers; credential ones are dropped when written
             call["requestHeaders"] = dict(headers)
         self.calls.append(call)
-        return exchange
 
 
 @dataclass
@@ -281,6 +297,40 @@ def read_cassette(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 def dump_cassette(header: dict[str, Any], calls: list[dict[str, Any]]) -> bytes:
     """The bytes of a cassette: one canonical JSON object per line (byte-deterministic)."""
     return "".join(dumps_line(rec) for rec in [header, *calls]).encode("utf-8")
+
+
+def redact_cassette(header: dict[str, Any], calls: list[dict[str, Any]], *, env: Mapping[str, str],
+                    credential_env: Iterable[str] = ()) -> tuple[dict[str, Any], list[dict[str, Any]],
+                                                                 list[dict[str, str]]]:
+    """The cassette as written: credential headers dropped, secrets in bodies replaced (R4).
+
+    Request headers that carry credentials (``authorization``, ``api-key``,
+    ``x-api-key``, ``x-goog-api-key``, cookies, any whose value holds a
+    secret) are dropped and named in the call's ``droppedHeaders``; every
+    secret in the header, requests and exchanges becomes its marker
+    (``<secret:github-token>``). Requests were already redacted by the
+    Normaliser, so fingerprints stay those of what is written.
+
+    Returns:
+        (header, calls, replacements) where each replacement is ``{"field", "kind"}``
+        (never the value).
+    """
+    from lab.export.secrets import SecretScanner
+
+    scanner = SecretScanner(env=env, credential_env=credential_env)
+    header, hits = scanner.redact(header, field="header")
+    written = []
+    for call in calls:
+        call = dict(call)
+        if "requestHeaders" in call:
+            kept, dropped = scanner.safe_headers(call["requestHeaders"])
+            call["requestHeaders"] = kept
+            if dropped:
+                call["droppedHeaders"] = dropped
+        call, call_hits = scanner.redact(call, field=f"calls[{call['index']}]")
+        hits += call_hits
+        written.append(call)
+    return header, written, [h.to_json() for h in hits]
 
 
 def check_secrets(header: dict[str, Any], calls: list[dict[str, Any]], *, source: str,
