@@ -26,6 +26,7 @@ from lab.agents.builtin.result import (
     claim_of,
     divergence_error,
     encodable_completion,
+    encodable_value,
     incomplete_error,
 )
 from lab.agents.builtin.tools import TOOLS, ToolContext, ToolResult, run_tool, tool_schemas
@@ -205,6 +206,10 @@ class _Agent:
             except json.JSONDecodeError as exc:
                 result = ToolResult.failed(f"arguments are not valid JSON: {exc}")
             else:
+                arguments, replaced = encodable_value(arguments)
+                if replaced:
+                    self.log.incident("unencodable_text", f"{call.name}: {replaced} code point(s) in the "
+                                      "arguments UTF-8 cannot encode (lone surrogates) replaced by U+FFFD")
                 result, outcome = self._permitted(tool.name, tool.effect, arguments)
         if outcome == "error":
             self.log.incident("tool_error", f"{call.name}: {result.error}")

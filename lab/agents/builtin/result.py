@@ -156,6 +156,27 @@ def encodable_completion(done: Completion) -> tuple[Completion, int]:
                    tool_calls=calls), count
 
 
+def encodable_value(value: Any) -> tuple[Any, int]:
+    """A parsed JSON value with lone surrogates in every string (keys too) replaced by U+FFFD.
+
+    Tool-call arguments may hold ``"\\udc00"`` as a JSON escape, which only
+    becomes a lone surrogate once parsed.
+
+    Returns:
+        (the cleaned value, number of code points replaced).
+    """
+    if isinstance(value, str):
+        count = len(_SURROGATE.findall(value))
+        return (encodable(value) if count else value), count
+    if isinstance(value, list):
+        items = [encodable_value(v) for v in value]
+        return [v for v, _ in items], sum(n for _, n in items)
+    if isinstance(value, dict):
+        pairs = [(encodable_value(k), encodable_value(v)) for k, v in value.items()]
+        return {k: v for (k, _), (v, _) in pairs}, sum(a + b for (_, a), (_, b) in pairs)
+    return value, 0
+
+
 def divergence_error(exc: CassetteMiss) -> dict[str, Any]:
     """``AgentResult.error`` for a replay divergence (fields from the CassetteMiss)."""
     return {"kind": "replay_divergence", "cause": "replay_divergence", "message": str(exc),
