@@ -10,8 +10,10 @@ is one provider call::
      "fingerprint": "<sha256 of the normalised request>", "request": {…}, "exchange": {…}}
 
 Requests are stored normalised (per-run paths → ``<workspace>``, the task's
-``replayNormalize`` rules applied to tool output), so a cassette holds no
-machine paths and replays on any machine. Exchanges are stored verbatim.
+``replayNormalize`` rules applied to tool output, secrets replaced by their
+markers), so a cassette holds no machine paths and replays on any machine.
+Exchanges are stored as received, secrets redacted (:func:`redact_cassette`).
+Requests are matched as JSON values (``lab.replay.fingerprint``).
 """
 
 from __future__ import annotations
@@ -357,7 +359,7 @@ def check_secrets(header: dict[str, Any], calls: list[dict[str, Any]], *, source
 def write_cassette(path: Path, data: bytes) -> None:
     """Write a cassette atomically after the size limits (R4).
 
-    Call :func:`check_secrets` first.
+    Call :func:`redact_cassette` first.
 
     Raises:
         CassetteError: over 256 KB for the file, or over 2 MB for the suite
