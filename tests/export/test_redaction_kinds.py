@@ -133,3 +133,22 @@ def test_export_with_redact_writes_markers_instead_of_refusing(tmp_path: Path) -
     text = out.read_text(encoding="utf-8")
     assert key not in text and "<secret:github-token>" in text
     assert_valid("export", json.loads(text))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["lab", "export", "{run}", "out={out}", "redact=true"],
+                                  ["doit", "export", "run={run}", "out={out}", "redact=true"]])
+def test_redact_true_on_the_command_line(tmp_path: Path, argv: list[str]) -> None:
+    from lab.report import build_report
+    from tests.helpers.lab_process import run_cmd
+
+    key = CORPUS["AWS Access Key"][0]
+    header = make_header(k=2)
+    records = make_records({"a": "PP"})
+    records[1]["verifiers"][0]["detail"] = f"stderr: {key}"
+    write_report_dir(tmp_path, build_report(header, records), records)
+    out = tmp_path / "bundle.json"
+    result = run_cmd([a.format(run=header["runId"], out=out) for a in argv], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    text = out.read_text(encoding="utf-8")
+    assert key not in text and "<secret:aws-access-key>" in text
