@@ -191,3 +191,28 @@ def test_continuation_fields_of_a_stream_are_assembled() -> None:
 def test_plain_answers_carry_no_extra_fields() -> None:
     done = parse_exchange(sse(chunk({"role": "assistant", "content": "hi"}), chunk({}, "stop"), DONE))
     assert done == Completion(content="hi", finish_reason="stop")
+
+
+@given(st.lists(st.text(alphabet="abc ", min_size=1, max_size=4), min_size=1, max_size=6), st.data())
+def test_a_stream_cut_anywhere_keeps_what_arrived_and_is_never_complete(pieces: list[str],
+                                                                      data: st.DataObject) -> None:
+    events = [chunk({"content": p}) for p in pieces] + [chunk({}, "stop"), DONE]
+    cut = data.draw(st.integers(0, len(pieces)), label="cut")
+    done = parse_exchange(sse(*events[:cut]))
+    assert (done.complete, done.content) == (False, "".join(pieces[:cut]) or None)
+
+
+_OPAQUE = st.dictionaries(st.sampled_from(["signature", "extra_content", "provider_blob", "thought"]),
+                          st.text(min_size=1, max_size=8) | st.dictionaries(st.just("k"), st.integers()),
+                          max_size=3)
+
+
+@given(_OPAQUE, _OPAQUE)
+def test_any_uninterpreted_field_goes_back_verbatim(message_extra: dict[str, Any],
+                                                   call_extra: dict[str, Any]) -> None:
+    body = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": None, **message_extra,
+        "tool_calls": [{"id": "c1", "type": "function", **call_extra,
+                        "function": {"name": "list_dir", "arguments": "{}"}}]}}]}
+    message = parse_exchange({"type": "json", "status": 200, "body": json.loads(json.dumps(body))}).assistant_message()
+    assert message == body["choices"][0]["message"]

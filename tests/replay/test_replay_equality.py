@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lab.errors import CassetteMiss, ProviderError
@@ -91,6 +91,7 @@ def test_canonical_numbers_keep_json_equality(value: Any) -> None:
     assert json_equal(canonical_numbers(value), value)
 
 
+@settings(deadline=None)  # writes and reads a file per example
 @given(st.text(alphabet=st.sampled_from(list(LINE_BREAKS) + ["a", "é", " "]), max_size=30))
 def test_cassettes_keep_every_line_break(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
     path = tmp_path_factory.mktemp("c") / "t.jsonl"

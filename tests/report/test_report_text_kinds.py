@@ -27,7 +27,7 @@ def publish(data: Path, text: str) -> Path:
     return write_report_dir(data, build_report(header, records), records)
 
 
-@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=_TEXT)
 def test_every_line_break_round_trips_through_runs_events_and_export(tmp_path: Path, text: str) -> None:
     report_dir = publish(tmp_path / f"d{abs(hash(text))}", text)
@@ -57,3 +57,9 @@ def test_lifecycle_events_with_a_surrogate_are_written(tmp_path: Path) -> None:
     log = EventLog({"suiteId": "s"}, path=tmp_path / "events.jsonl", clock=lambda: "2026-01-01T00:00:00.000Z")
     log.emit("run_finished", message="bad \udc00")
     assert json.loads(split_lines((tmp_path / "events.jsonl").read_text(encoding="utf-8"))[0])["message"] == "bad \ufffd"
+
+
+@given(st.text(alphabet=st.sampled_from(["a", "\udc00", "\ud800", "é", "\u2028"]), max_size=12))
+def test_any_unencodable_text_is_written(text: str) -> None:
+    written = dumps_json({"finalMessage": text}).encode("utf-8")  # never raises
+    assert json.loads(written)["finalMessage"] == text.replace("\udc00", "\ufffd").replace("\ud800", "\ufffd")
