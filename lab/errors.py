@@ -25,6 +25,8 @@ LabError
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class LabError(Exception):
     """Base of every error the lab raises on purpose."""
@@ -72,11 +74,18 @@ class ProviderError(LabError):
     """
 
     cause = "provider"
+    #: what the answer carried before the failure (``{"content", "toolCalls"}``), if anything
+    partial: dict[str, Any] | None = None
+    #: the exchange as received when the answer itself was the failure (kept for cassettes)
+    exchange: dict[str, Any] | None = None
 
-    def __init__(self, message: str, *, cause: str | None = None) -> None:
+    def __init__(self, message: str, *, cause: str | None = None,
+                 partial: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         if cause is not None:
             self.cause = cause
+        if partial is not None:
+            self.partial = partial
 
 
 class ProviderTimeout(ProviderError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,13 +24,47 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def encodable(text: str) -> str:
+    """``text`` with every lone surrogate (valid in JSON, not encodable as UTF-8) replaced by U+FFFD."""
+    return _SURROGATE.sub(REPLACEMENT, text)
+
+
+def has_unencodable(text: str) -> bool:
+    """True when ``text`` holds a code point UTF-8 cannot encode (a lone surrogate)."""
+    return _SURROGATE.search(text) is not None
+
+
+def split_lines(text: str) -> list[str]:
+    """``text`` split at ``\\n`` only, the line break of JSON Lines and of ``grep -n`` / ``wc -l``.
+
+    ``str.splitlines`` also splits at ``\\r``, ``\\v``, ``\\f``, ``\\x1c``-``\\x1e``,
+    U+0085, U+2028 and U+2029, which the lab writes raw inside JSON strings
+    (``ensure_ascii=False``); splitting there would break a record in two.
+    A final ``\\n`` does not start an empty last line.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def ordered(value: Any) -> Any:
-    """``value`` with every object's keys sorted, ``schemaVersion`` first."""
+    """``value`` with every object's keys sorted, ``schemaVersion`` first, and text made encodable.
+
+    Lone surrogates in strings become U+FFFD (:func:`encodable`) so every file
+    the lab writes encodes as UTF-8.
+    """
     if isinstance(value, dict):
         keys = sorted(value, key=lambda k: (k != "schemaVersion", k))
-        return {k: ordered(value[k]) for k in keys}
+        return {encodable(k) if isinstance(k, str) else k: ordered(value[k]) for k in keys}
     if isinstance(value, list):
         return [ordered(v) for v in value]
+    if isinstance(value, str):
+        return encodable(value)
     return value
 
 

@@ -1,7 +1,7 @@
 """doit tasks that share results: ``doit compare`` and ``doit export`` (SPEC K1, E1).
 
     doit compare base=A cand=B [out=DIR] [tolerance=0.05]
-    doit export run=RUN_ID out=FILE [force=true]
+    doit export run=RUN_ID out=FILE [force=true] [redact=true]
 
 Unlike ``eval``, these take their own variables, not Hydra overrides; an
 unknown variable is a one-line usage error (exit 1). ``base``/``cand`` are a
@@ -27,7 +27,7 @@ from lab.build.graph import cmdline_overrides, creator
 from lab.errors import ConfigError, LabError
 
 COMPARE_VARS = ("base", "cand", "out", "tolerance")
-EXPORT_VARS = ("run", "out", "force")
+EXPORT_VARS = ("run", "out", "force", "redact")
 
 
 def _variables(allowed: tuple[str, ...], required: tuple[str, ...], usage: str) -> dict[str, str]:
@@ -97,39 +97,43 @@ def _compare_action(base: Path, cand: Path, out_dir: Path, tolerance: float) -> 
 
 
 def task_export() -> Iterator[dict[str, Any]]:
-    """Export one run as a scrubbed, secret-checked JSON bundle (doit export run=ID out=FILE [force=true])."""
+    """Export one run as a scrubbed, secret-checked JSON bundle (doit export run=ID out=FILE [force=true] [redact=true])."""
     yield from creator("export", _export_spec, lambda spec: _export_tasks(*spec), prefix="doit export: ")
 
 
-def _export_tasks(run_id: str, out: Path, force: bool, report_dir: Path) -> Iterator[dict[str, Any]]:
+def _export_tasks(run_id: str, out: Path, force: bool, redact: bool,
+                  report_dir: Path) -> Iterator[dict[str, Any]]:
     from doit.tools import config_changed
 
     from lab.export.bundle import BUNDLE_SCHEMA_VERSION
 
-    yield {"name": run_id, "actions": [(_export_action, [run_id, out, force])],
+    yield {"name": run_id, "actions": [(_export_action, [run_id, out, force, redact])],
            "file_dep": [str(report_dir / name) for name in ("report.json", "runs.jsonl", "report.md")],
            "targets": [str(out)],
-           "uptodate": [False] if force else [config_changed({"schemaVersion": BUNDLE_SCHEMA_VERSION})],
+           "uptodate": [False] if force else [config_changed({"schemaVersion": BUNDLE_SCHEMA_VERSION,
+                                                               "redact": redact})],
            "verbosity": 2}
 
 
-def _export_spec() -> tuple[str, Path, bool, Path]:
-    """(run id, out file, force, report dir) from the variables."""
+def _export_spec() -> tuple[str, Path, bool, bool, Path]:
+    """(run id, out file, force, redact, report dir) from the variables."""
     from lab.config.options import flag
     from lab.store import find_run
 
-    variables = _variables(EXPORT_VARS, ("run", "out"), "doit export run=RUN_ID out=FILE [force=true]")
+    variables = _variables(EXPORT_VARS, ("run", "out"),
+                           "doit export run=RUN_ID out=FILE [force=true] [redact=true]")
     report_dir = find_run(variables["run"], paths.data_dir())
-    return variables["run"], Path(variables["out"]).absolute(), flag(variables, "force"), report_dir
+    return (variables["run"], Path(variables["out"]).absolute(), flag(variables, "force"),
+            flag(variables, "redact"), report_dir)
 
 
-def _export_action(run_id: str, out: Path, force: bool) -> Any:
+def _export_action(run_id: str, out: Path, force: bool, redact: bool) -> Any:
     from doit.exceptions import TaskFailed
 
     from lab.export.bundle import export_run
 
     try:
-        result = export_run(run_id, out, data=paths.data_dir(), env=os.environ, force=force)
+        result = export_run(run_id, out, data=paths.data_dir(), env=os.environ, force=force, redact=redact)
     except (LabError, OSError) as exc:
         print(f"doit export: {exc}", file=sys.stderr)
         return TaskFailed(str(exc), report=False)

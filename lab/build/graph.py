@@ -275,11 +275,20 @@ def _run_name(prep: Prepared, spec: Any) -> str:
 
 
 def _write_config(prep: Prepared) -> None:
+    from lab.execute.run import credential_env
+    from lab.export.secrets import CREDENTIAL_HEADERS, SecretScanner
     from lab.files import dumps_json, write_atomic
 
     ctx = prep.ctx
+    config = _public_config(ctx.config.data)
+    headers = dict(config["provider"].get("headers") or {})
+    for name in headers:  # credential headers are never written, whatever their value
+        if name.lower() in CREDENTIAL_HEADERS:
+            headers[name] = "<secret:credential-header>"
+    config["provider"] = {**config["provider"], "headers": headers}
     doc = {"schemaVersion": 1, "configHash": ctx.config_hash, "variant": ctx.config.variant,
-           "measured": ctx.config.measured_view(), "config": _public_config(ctx.config.data)}
+           "measured": ctx.config.measured_view(), "config": config}
+    doc = SecretScanner(env=ctx.env, credential_env=credential_env(ctx)).redact(doc)[0]
     path = prep.store / "config.json"
     data = dumps_json(doc).encode("utf-8")
     if not path.exists() or path.read_bytes() != data:

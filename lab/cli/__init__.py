@@ -10,7 +10,7 @@
     lab gen-stress instances=N [out=DIR] [force=true]   write N seeded chain-walk-rules instances
     lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]   compare two reports; exit 3 if incompatible
     lab admit BASE CAND [REPEAT_BASE REPEAT_CAND] [max_token_increase=0.2]   admission rule; exit 0 = admit
-    lab export RUN_ID out=FILE [force=true]   one scrubbed, secret-checked JSON bundle of a run
+    lab export RUN_ID out=FILE [force=true] [redact=true]   one scrubbed, secret-checked JSON bundle of a run
 
 Each subcommand is a module of this package; it may import anything below it
 (lab.build, lab.execute, …), nothing imports it.

@@ -1,8 +1,10 @@
-"""`lab export RUN_ID out=FILE [force=true]`: one shareable JSON bundle of a run (SPEC E1–E3).
+"""`lab export RUN_ID out=FILE [force=true] [redact=true]`: one shareable JSON bundle of a run (SPEC E1–E3).
 
 RUN_ID is a plain run id (``<suite>.<cfg12>.k<k>.s<seed>``) found in the run
 store. Paths become placeholders, and the bundle is refused (nothing written)
 when the secret scanner finds a likely secret; the message names the field.
+With ``redact=true`` each secret is replaced by a marker naming its kind
+(``<secret:github-token>``) and the bundle is written.
 
 Exit codes: 0 written; 1 refused (a secret, an existing file without
 ``force=true``, a non-plain or unknown run id) or a usage error.
@@ -13,8 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-USAGE = "usage: lab export RUN_ID out=FILE [force=true]"
-OPTIONS = ("out", "force")
+USAGE = "usage: lab export RUN_ID out=FILE [force=true] [redact=true]"
+OPTIONS = ("out", "force", "redact")
 
 
 def export(args: list[str]) -> int:
@@ -36,6 +38,6 @@ def _export(args: list[str]) -> int:
     if not options.get("out"):
         raise ConfigError(f"out=FILE is required; {USAGE}")
     result = export_run(ids[0], Path(options["out"]).absolute(), data=paths.data_dir(), env=os.environ,
-                        force=flag(options, "force"))
+                        force=flag(options, "force"), redact=flag(options, "redact"))
     print(f"exported {ids[0]} to {result.out} ({result.runs} runs, {result.size_bytes} bytes)")
     return 0

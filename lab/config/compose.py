@@ -83,6 +83,8 @@ class EffectiveConfig:
             },
             "model": provider["model"],
             "reasoningEffort": provider["reasoning_effort"],
+            # only when set, so configurations that never send reasoning back keep their hash
+            **({"reasoningInHistory": True} if provider.get("reasoning_in_history") else {}),
             "mode": mode or self.mode,
         }
 

@@ -42,6 +42,7 @@ class ProviderConf:
     timeout_s: float = 120.0
     max_retries: int = 2
     headers: dict[str, str] = field(default_factory=dict)  # extra request headers (gateways); not hashed
+    reasoning_in_history: bool = False  # send reasoning_content back in the assistant message
 
 
 @dataclass
@@ -77,6 +78,8 @@ class AgentConf:
 class RatesConf:
     input: float | None = None
     output: float | None = None
+    cached_input: float | None = None
+    cache_write: float | None = None
 
 
 @dataclass

@@ -31,6 +31,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
+from lab.files import encodable
+
 SCHEMA = "lab.event.v1"
 _FILE_LOCK = threading.Lock()  # several logs may append to one file (variants)
 _OBSERVER_LOCK = threading.Lock()  # callbacks run one at a time, whichever thread emits
@@ -101,7 +103,7 @@ class EventLog:
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         """Record one event and return it."""
         record = {"schema": SCHEMA, "event": event, "ts": self.clock(), **self.identity, **fields}
-        line = json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n"
+        line = encodable(json.dumps(record, sort_keys=True, ensure_ascii=False)) + "\n"
         with self._lock:
             self.events.append(record)
             if self.stream is not None:

@@ -26,9 +26,9 @@ from lab.replay.cassette import (
     Recorder,
     Replayer,
     cassette_path,
-    check_secrets,
     dump_cassette,
     read_cassette,
+    redact_cassette,
     write_cassette,
 )
 from lab.suites.load import Suite, Task
@@ -134,7 +134,7 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
         record["finishedAt"] = _utc_now()
         if workspace is not None:
             _dispose(ctx, spec, workspace, record)
-    return record
+    return redact_record(ctx, record)
 
 
 def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
@@ -154,6 +154,8 @@ def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
         usage=_usage_block(result), compactionUsage=_usage_json(result.compaction_usage),
         incidents=[e for e in result.events if e.get("type") == "incident"],
     )
+    if recorder is not None and recorder.calls:  # errored runs too: their failure must replay
+        _write_recording(ctx, task, recorder, record, result.error)
     error = result.error
     if error is None and replayer is not None and replayer.unused:
         error = {"kind": "replay_divergence", "cause": "unused_calls", "callIndex": replayer.position,
@@ -174,13 +176,44 @@ def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
     if any(r.status == "error" for r in results):
         bad = next(r for r in results if r.status == "error")
         record["error"] = {"kind": "verifier", "message": f"verifier {bad.id}: {bad.detail}"}
-    if recorder is not None:
-        header = cassette_header(ctx, task)
-        path = cassette_path(ctx.cassette_dir, ctx.suite.id, task.id)
-        key_env = [ctx.config.data["provider"].get("api_key_env") or ""]
-        check_secrets(header, recorder.calls, source=str(path), env=ctx.env, credential_env=key_env)
-        header["recordedAt"] = recorded_at(path, header, recorder.calls)
-        write_cassette(path, dump_cassette(header, recorder.calls))
+
+
+def _write_recording(ctx: EvalContext, task: Task, recorder: Recorder, record: dict[str, Any],
+                     error: dict[str, Any] | None) -> None:
+    """Write the cassette with secrets redacted; a run that errored is marked ``outcome: error``."""
+    header = cassette_header(ctx, task)
+    if error is not None:
+        header["outcome"] = "error"
+        header["errorKind"] = error.get("kind")
+    path = cassette_path(ctx.cassette_dir, ctx.suite.id, task.id)
+    header, calls, replaced = redact_cassette(header, recorder.calls, env=ctx.env,
+                                              credential_env=credential_env(ctx))
+    if replaced:
+        record["redactions"] = [{"file": "cassette", **hit} for hit in replaced]
+    header["recordedAt"] = recorded_at(path, header, calls)
+    write_cassette(path, dump_cassette(header, calls))
+
+
+def credential_env(ctx: EvalContext) -> list[str]:
+    """Variables holding this run's credentials (the provider's ``api_key_env``)."""
+    return [ctx.config.data["provider"].get("api_key_env") or ""]
+
+
+def redact_record(ctx: EvalContext, record: dict[str, Any]) -> dict[str, Any]:
+    """The run record with every secret replaced by its marker; replacements noted in ``redactions``.
+
+    Covers tool output, prompts, responses and verifier output, so the files
+    derived from records (reports, ``runs.jsonl``, exports) hold none either.
+    """
+    from lab.export.secrets import SecretScanner
+
+    scanner = SecretScanner(env=ctx.env, credential_env=credential_env(ctx))
+    body = {k: v for k, v in record.items() if k != "redactions"}
+    clean, hits = scanner.redact(body)
+    notes = list(record.get("redactions") or []) + [{"file": "record", **h.to_json()} for h in hits]
+    if notes:
+        clean["redactions"] = notes
+    return dict(clean)
 
 
 def recorded_at(path: Path, header: dict[str, Any], calls: list[dict[str, Any]]) -> str:
@@ -221,7 +254,8 @@ def agent_settings(config: EffectiveConfig) -> Any:
         compaction_threshold=agent["compaction"]["threshold"],
         max_context_chars=agent["limits"]["max_context_chars"],
         tool_output_chars=agent["limits"]["tool_output_chars"],
-        command_timeout_ms=agent["limits"]["command_timeout_ms"])
+        command_timeout_ms=agent["limits"]["command_timeout_ms"],
+        send_reasoning=bool(provider.get("reasoning_in_history")))
 
 
 def effective_policy(config: EffectiveConfig, task: Task) -> dict[str, Any]:
@@ -248,7 +282,11 @@ def _budget(task: Task) -> Any:
 
 def _provider(ctx: EvalContext, task: Task, workspace: Path,
               record: dict[str, Any]) -> tuple[Any, Recorder | None, Replayer | None]:
-    normalise = Normaliser(workspace=workspace, rules=task.replay_normalize)
+    from lab.export.secrets import SecretScanner
+
+    scanner = SecretScanner(env=ctx.env, credential_env=credential_env(ctx))
+    normalise = Normaliser(workspace=workspace, rules=task.replay_normalize,
+                           redact=lambda request: scanner.redact(request)[0])
     if ctx.config.mode == "replay":
         path = cassette_path(ctx.cassette_dir, ctx.suite.id, task.id)
         header, calls = read_cassette(path)

@@ -1,4 +1,4 @@
-"""Export one run as a shareable JSON bundle (SPEC E1–E3).
+r"""Export one run as a shareable JSON bundle (SPEC E1–E3).
 
 ``lab export RUN_ID out=FILE [force=true]`` writes one bundle
 ``{"schemaVersion": 1, "report": <report.json>, "runs": [<runs.jsonl records>],
@@ -7,8 +7,15 @@
 1. **Placeholders** (E2). An absolute path becomes ``<run-dir>/…`` under the
    run's store directory (``<data>/<suite>/<cfg12>``), ``<tmp>/…`` under the
    temp dir, ``<home>/…`` under the home directory (the longest matching
-   base wins, so a run dir inside the home dir is ``<run-dir>``), and
-   ``<path>`` otherwise. A ``provider`` value that is not a plain identifier
+   base wins, so a run dir inside the home dir is ``<run-dir>``). Any
+   user's home directory, wherever it appears, is ``<home>`` too:
+   ``/home/<user>``, ``/Users/<user>`` (a user name with spaces included,
+   ``/home/first last/work/x.py`` → ``<home>/work/x.py``) and
+   ``C:\Users\<user>`` raw or JSON-escaped. Any other absolute path keeps
+   its last two components after ``<path>`` (``/opt/ci/runner-7/src/a.py``
+   → ``<path>/src/a.py``; ``/etc/hosts`` → ``<path>/hosts``), so the file
+   stays recognisable while the directories above it, which may name a
+   machine or a person, do not survive. A ``provider`` value that is not a plain identifier
    (e.g. an endpoint URL) becomes ``custom-endpoint``, wherever it appears
    (the Markdown repeats it).
 2. **Secret scan** (E3, :mod:`lab.export.secrets`) of the scrubbed bundle. On a hit
@@ -31,7 +38,7 @@ from typing import Any
 
 from lab.errors import LabError
 from lab.export.secrets import SecretHit, SecretScanner, describe_hits
-from lab.files import dumps_json, write_atomic
+from lab.files import dumps_json, split_lines, write_atomic
 from lab.store import find_run, read_report
 
 BUNDLE_SCHEMA_VERSION = 1
@@ -41,6 +48,11 @@ PLAIN_IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # another path/URL character (so "a/b", "https://x/y", "</div>" and "<tmp>/x" are left alone),
 # or the path of a file:// URL. It ends before whitespace, quotes, brackets and trailing punctuation.
 ABSOLUTE_PATH = re.compile(r"(?:(?<=file://)|(?<![\w.~:/<>\\-]))/[^\s\"'`<>|;,()\[\]{}]*[^\s\"'`<>|;,()\[\]{}.:]")
+# A home directory of any user, wherever it appears: /home/<user>, /Users/<user> (a user name
+# may hold spaces when a "/" follows it), C:\Users\<user> raw or JSON-escaped (C:\\Users\\…).
+HOME_DIR = re.compile(r"(?<![\w.~-])/(?:home|Users)/(?:[^/\s\"'<>]+(?: [^/\s\"'<>]+)+(?=/)|[^/\s\"'<>]+)")
+WINDOWS_HOME = re.compile(r"(?<![\w])[A-Za-z]:(\\{1,2})Users\1[^\\/\s\"'<>|]+(?: [^\\/\s\"'<>|]+)*(?=\1|[\s\"'<>|]|$)")
+TAIL_PARTS = 2  # an unknown absolute path keeps this many trailing components
 API_KEY_ENV_LINE = re.compile(r"^api_key_env:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
 
 
@@ -82,12 +94,16 @@ def path_bases(run_dir: Path, *, home: Path, tmp: Path) -> list[tuple[str, str]]
 
 def placeholder_paths(text: str, bases: list[tuple[str, str]]) -> str:
     """``text`` with every absolute path replaced by its placeholder (module docstring, rule 1)."""
+    for prefix, placeholder in bases:  # known bases first, whole: a user name may hold a space
+        text = re.sub(r"(?:(?<=file://)|(?<![\w.~:/<>\\-]))" + re.escape(prefix) + r"(?=[/\s\"'<>)\],;:]|$)",
+                      placeholder, text)
+    text = WINDOWS_HOME.sub("<home>", text)
+    text = HOME_DIR.sub("<home>", text)
+
     def replace(match: re.Match[str]) -> str:
-        path = match.group(0)
-        for prefix, placeholder in bases:
-            if path == prefix or path.startswith(prefix + "/"):
-                return placeholder + path[len(prefix):]
-        return "<path>"
+        parts = [p for p in match.group(0).split("/") if p]
+        tail = parts[-TAIL_PARTS:] if len(parts) > TAIL_PARTS else parts[1:]
+        return "/".join(["<path>", *tail])
 
     return ABSOLUTE_PATH.sub(replace, text)
 
@@ -138,7 +154,7 @@ def read_bundle(report_dir: Path) -> dict[str, Any]:
     """
     report = read_report(report_dir / "report.json")
     try:
-        lines = (report_dir / "runs.jsonl").read_text(encoding="utf-8").splitlines()
+        lines = split_lines((report_dir / "runs.jsonl").read_text(encoding="utf-8"))
         runs = [json.loads(line) for line in lines if line.strip()]
         markdown = (report_dir / "report.md").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -163,6 +179,7 @@ def credential_env_names(run_dir: Path, provider_conf_dir: Path | None = None) -
 
 
 def export_run(run_id: str, out: Path, *, data: Path, env: Mapping[str, str], force: bool = False,
+               redact: bool = False,
                home: Path | None = None, tmp: Path | None = None,
                credential_env: Iterable[str] = ()) -> ExportResult:
     """Write the scrubbed, secret-checked bundle of ``run_id`` to ``out``.
@@ -194,10 +211,13 @@ def export_run(run_id: str, out: Path, *, data: Path, env: Mapping[str, str], fo
     bases = path_bases(run_dir, home=home, tmp=tmp or Path(tempfile.gettempdir()))
     bundle = scrub(read_bundle(report_dir), bases)
     names = [*credential_env, *credential_env_names(run_dir, paths.CONF_DIR / "provider")]
-    hits = SecretScanner(env=env, credential_env=names).scan(bundle)
+    scanner = SecretScanner(env=env, credential_env=names)
+    hits = scanner.scan(bundle)
+    if hits and redact:  # the user asked for markers (<secret:github-token>) instead of a refusal
+        bundle, hits = scanner.redact(bundle)[0], []
     if hits:
         raise ExportError(f"refused: the bundle holds {len(hits)} likely secret(s): {describe_hits(hits)}; "
-                          f"nothing written to {out}", hits)
+                          f"nothing written to {out} (redact=true replaces them by markers)", hits)
     data_bytes = dumps_json(bundle).encode("utf-8")
     write_atomic(out, data_bytes)
     return ExportResult(out=out, size_bytes=len(data_bytes), runs=len(bundle["runs"]))

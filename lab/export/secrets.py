@@ -66,6 +66,19 @@ CREDENTIAL_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 MIN_CREDENTIAL_CHARS = 8
 SK_KEY = re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{32,}")
 SK_KIND = "sk- API key (OpenAI/Anthropic style)"
+# Shapes detect-secrets 1.5 misses: (kind, pattern; group 1 is the secret when present).
+EXTRA_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("GitHub Token", re.compile(r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}")),
+    ("Google API Key", re.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])")),
+    ("Bearer Token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})")),
+    ("Basic Auth Credentials", re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"'<>]+:([^\s/@\"'<>]+)@")),
+)
+PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
+                               re.DOTALL)
+# Headers that carry credentials: never written anywhere (RFC 9110 Authorization, Azure api-key,
+# Anthropic x-api-key, Google x-goog-api-key, cookies).
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key",
+                                "x-goog-api-key", "cookie", "set-cookie"})
 IDENTIFIER_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
@@ -151,19 +164,73 @@ class SecretScanner:
 
     def kinds(self, text: str) -> list[str]:
         """The kinds of secret found in one string (sorted, unique); [] when clean."""
-        found = {f"credential from ${name}" for name, value in self._credentials if value in text}
+        return sorted({kind for kind, _ in self.findings(text)})
+
+    def findings(self, text: str) -> list[tuple[str, str]]:
+        """(kind, secret value) of every secret in one string; [] when clean.
+
+        Lines are scanned one by one (any line break, so no shape spans two lines).
+        """
+        found = {(f"credential from ${name}", value) for name, value in self._credentials if value in text}
+        found.update(("Private Key", m.group(0)) for m in PRIVATE_KEY_BLOCK.finditer(text))
         for line in text.splitlines() or [text]:
-            found.update(self._line_kinds(line))
+            found.update(self._line_findings(line))
         return sorted(found)
 
-    def _line_kinds(self, line: str) -> set[str]:
-        found = set()
+    def _line_findings(self, line: str) -> set[tuple[str, str]]:
+        found: set[tuple[str, str]] = set()
         for plugin in self._plugins:
             if any(_plausible(candidate) for candidate in plugin.analyze_string(line)):
-                found.add(str(plugin.secret_type))
-        if any(_key_like(m.group(0)[3:]) for m in SK_KEY.finditer(line)):
-            found.add(SK_KIND)
+                found.update((str(plugin.secret_type), value) for value in _matched_values(plugin, line))
+        found.update((SK_KIND, m.group(0)) for m in SK_KEY.finditer(line) if _key_like(m.group(0)[3:]))
+        for kind, pattern in EXTRA_SHAPES:
+            for match in pattern.finditer(line):
+                value = match.group(match.re.groups and 1 or 0)
+                if _plausible(value) and (kind != "Bearer Token" or _opaque(value)):
+                    found.add((kind, value))
         return found
+
+    def redact_text(self, text: str) -> tuple[str, list[str]]:
+        """``text`` with every secret replaced by :func:`marker` of its kind; (text, kinds replaced)."""
+        findings = self.findings(text)
+        for kind, value in sorted(findings, key=lambda f: -len(f[1])):  # longest first: no partial markers
+            text = text.replace(value, marker(kind))
+        return text, sorted({kind for kind, _ in findings})
+
+    def redact(self, document: Any, *, field: str = "") -> tuple[Any, list[SecretHit]]:
+        """A copy of ``document`` with every secret replaced by its marker, and the hits replaced.
+
+        Object keys are redacted too; hits name the field and kind, never the value.
+        """
+        hits: list[SecretHit] = []
+        return self._redact(document, field, hits), hits
+
+    def _redact(self, value: Any, path: str, hits: list[SecretHit]) -> Any:
+        if isinstance(value, str):
+            text, kinds = self.redact_text(value)
+            hits.extend(SecretHit(path, kind) for kind in kinds)
+            return text
+        if isinstance(value, dict):
+            out = {}
+            for index, (key, item) in enumerate(value.items()):
+                new_key, key_kinds = self.redact_text(str(key)) if isinstance(key, str) else (key, [])
+                hits.extend(SecretHit(f"{path}{{key {index}}}", kind) for kind in key_kinds)
+                child = f"{path}{{key {index}}}" if key_kinds else _child(path, str(key))
+                out[new_key] = self._redact(item, child, hits)
+            return out
+        if isinstance(value, (list, tuple)):
+            return [self._redact(item, f"{path}[{index}]", hits) for index, item in enumerate(value)]
+        return value
+
+    def safe_headers(self, headers: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+        """(headers safe to write, names dropped): credential headers and any whose value holds a secret."""
+        kept, dropped = {}, []
+        for name, value in headers.items():
+            if name.lower() in CREDENTIAL_HEADERS or self.findings(f"{value}"):
+                dropped.append(name)
+            else:
+                kept[name] = value
+        return kept, sorted(dropped)
 
 
 def find_secrets(document: Any, *, env: Mapping[str, str], credential_env: Iterable[str] = ()) -> list[SecretHit]:
@@ -185,6 +252,41 @@ def describe_hits(hits: list[SecretHit], *, limit: int = 5) -> str:
     shown = "; ".join(f"{h.field or '(document)'} ({h.kind})" for h in hits[:limit])
     more = len(hits) - limit
     return shown + (f"; and {more} more" if more > 0 else "")
+
+
+def _matched_values(plugin: RegexBasedDetector, line: str) -> set[str]:
+    """The text to replace for each match of a plugin: its secret group, or the whole match.
+
+    detect-secrets reports group 1 of its patterns, which for some shapes is
+    only a prefix (``ghp``); a group shorter than 8 characters is taken as
+    such a prefix and the whole match is replaced instead.
+    """
+    values = set()
+    for pattern in plugin.denylist:
+        for match in pattern.finditer(line):
+            group = match.group(1) if pattern.groups else None
+            if group and len(group) >= MIN_CREDENTIAL_CHARS:
+                values.add(group)
+            else:  # the whole token: some patterns stop short of its end (a JWT's signature)
+                end = match.end()
+                while end < len(line) and (line[end].isalnum() or line[end] in "_.+/=-"):
+                    end += 1
+                values.add(line[match.start():end])
+    return values
+
+
+def marker(kind: str) -> str:
+    """The stable marker written in place of a secret: ``<secret:github-token>``, ``<secret:credential>``."""
+    if kind.startswith("credential from $"):
+        return "<secret:credential>"
+    if kind == SK_KIND:
+        return "<secret:api-key>"
+    return "<secret:" + re.sub(r"[^a-z0-9]+", "-", kind.lower()).strip("-") + ">"
+
+
+def _opaque(token: str) -> bool:
+    """A bearer token mixes letters and digits; prose after "bearer" does not."""
+    return any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
 
 
 def _plausible(candidate: str) -> bool:

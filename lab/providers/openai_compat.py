@@ -151,7 +151,11 @@ class OpenAICompatProvider:
         while True:
             try:
                 exchange = self._attempt(body, api_key, deadline)
-                parse_exchange(exchange)
+                try:
+                    parse_exchange(exchange)
+                except ProviderError as exc:
+                    exc.exchange = exchange  # the failing answer, so a recording can replay it
+                    raise
                 return exchange
             except _RetryableStatus as retry:
                 delay_s = self._retry_delay(retry, attempt, deadline)
@@ -204,16 +208,23 @@ class OpenAICompatProvider:
                 # Some servers ignore "stream" and answer with one JSON body.
                 return self._json_exchange(response)
             events: list[str] = []
-            for event in source.iter_sse():
+            errors: list[str] = []
+            for name, value in _sse_fields(response.iter_lines()):
                 if self._clock() > deadline:
                     raise ProviderTimeout(
                         f"{self.url}: stream still running at the deadline after {len(events)} events")
-                if not event.data:
+                if name == "error":
+                    errors.append(value)  # llama.cpp's legacy "error: {...}" line
+                    continue
+                if not value:
                     continue  # an event without data (e.g. "event: ping") carries nothing
-                events.append(event.data)
-                if event.data.strip() == DONE:
+                events.append(value)
+                if value.strip() == DONE:
                     break
-            return {"type": "sse", "status": response.status_code, "events": events}
+            exchange: Exchange = {"type": "sse", "status": response.status_code, "events": events}
+            if errors:
+                exchange["errors"] = errors
+            return exchange
 
     def _json_exchange(self, response: httpx.Response) -> Exchange:
         self._check_status(response)
@@ -308,6 +319,32 @@ def _proxy_for(env: Mapping[str, str], url: str) -> str | None:
         if value:
             return value
     return None
+
+
+def _sse_fields(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
+    """``("data", joined data)`` per SSE event and ``("error", value)`` per ``error:`` line.
+
+    Follows the SSE event-stream rules (https://html.spec.whatwg.org/multipage/server-sent-events.html):
+    ``data`` lines of one event join with ``\\n``, a blank line ends the event,
+    comments and ``event`` / ``id`` / ``retry`` fields carry no data, an event
+    cut off by the end of the stream is dropped. ``error``
+    is no SSE field; some servers (llama.cpp) report failures on such a line,
+    which an SSE client would drop silently.
+    """
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if data:
+                yield "data", "\n".join(data)
+            data = []
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            data.append(value)
+        elif name == "error":
+            yield "error", value
+    # an event the stream ended inside was never dispatched: it is dropped, as SSE says
 
 
 def _retry_after_s(headers: httpx.Headers) -> float | None:

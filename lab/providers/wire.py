@@ -13,8 +13,18 @@ Quirks of real servers the parser accepts (each has a test):
 - ``reasoning_content`` (or ``reasoning``) deltas;
 - ``finish_reason`` ``""`` or ``"stop"`` on a turn that carries tool calls
   (the tool calls still count);
-- usage with cached input as ``prompt_tokens_details.cached_tokens`` or
-  ``prompt_cache_hit_tokens``; usage not sent stays None, never 0.
+- usage in any place and shape ``lab.providers.usage`` reads, also inside
+  ``x_groq`` or ``choices[0]``, merged field by field over the chunks;
+  usage not sent stays None, never 0;
+- SSE data payloads that are not JSON (``: keepalive``, ``ping``, empty):
+  skipped and counted (``Completion.skipped_frames``); a payload that starts
+  like JSON (``{`` or ``[``) and does not parse still fails;
+- an ``error`` the server sent in the stream (an ``error:`` line kept in the
+  exchange's ``errors``, or an in-band error object after some content):
+  the partial answer is kept (``ProviderError.partial``);
+- fields of the assistant message and of each tool call that the lab does
+  not interpret (continuation data): kept in ``Completion.extra`` /
+  ``ToolCall.extra`` so they go back to the provider.
 
 Errors:
     ProviderError(cause="server"): an in-band ``{"error": {...}}`` object in an
@@ -34,9 +44,19 @@ from typing import Any
 
 from lab.errors import ProviderError, ProviderResponseInvalid
 from lab.providers.base import Completion, Exchange, ToolCall, Usage
+from lab.providers.usage import merge_fields, parse_usage, usage_fields, usage_from_fields
+
+__all__ = ["DONE", "completion_to_exchange", "parse_exchange", "parse_usage", "to_json_body",
+           "to_sse_events", "usage_to_wire"]
 
 DONE = "[DONE]"
 _EXCERPT_CHARS = 200
+# Fields the lab interprets; every other field is continuation data sent back verbatim.
+# "annotations" and "refusal" are response-only (OpenAI), never part of a request message.
+_MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "reasoning_content", "reasoning",
+                             "refusal", "annotations", "function_call", "audio"})
+_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
+_FUNCTION_FIELDS = frozenset({"name", "arguments"})
 
 
 def parse_exchange(exchange: Exchange) -> Completion:
@@ -49,7 +69,8 @@ def parse_exchange(exchange: Exchange) -> Completion:
 
     Returns:
         The Completion. For SSE, ``complete`` is False when the stream has
-        neither a non-empty ``finish_reason`` nor ``[DONE]`` (it was cut off).
+        no non-empty ``finish_reason`` and either no ``[DONE]`` (it was cut
+        off) or no content and no tool call (nothing was answered).
 
     Raises:
         ProviderError: cause "server", an in-band error object.
@@ -65,35 +86,15 @@ def parse_exchange(exchange: Exchange) -> Completion:
         if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
             raise ProviderResponseInvalid('exchange: field "events": expected a list of strings')
         assembler = _StreamAssembler()
+        errors = exchange.get("errors")
+        if isinstance(errors, list) and errors:  # "error:" lines of the stream (not data fields)
+            assembler.stream_error = "; ".join(_error_message(e) for e in errors)
         for number, data in enumerate(events):
             if assembler.done:
                 break
             assembler.feed(number, data)
         return assembler.completion()
     raise ProviderResponseInvalid(f'exchange: field "type": expected "json" or "sse", got {kind!r}')
-
-
-def parse_usage(raw: Any) -> Usage | None:
-    """Read a wire ``usage`` object; None when absent or when it reports nothing.
-
-    Cached input comes from ``prompt_tokens_details.cached_tokens`` (OpenAI),
-    else ``prompt_cache_hit_tokens`` (DeepSeek). Counts that are not
-    non-negative integers are treated as not reported.
-    """
-    if not isinstance(raw, dict):
-        return None
-    input_tokens = _count(raw.get("prompt_tokens", raw.get("input_tokens")))
-    output_tokens = _count(raw.get("completion_tokens", raw.get("output_tokens")))
-    cached: int | None = None
-    for details_key in ("prompt_tokens_details", "input_tokens_details"):
-        details = raw.get(details_key)
-        if cached is None and isinstance(details, dict):
-            cached = _count(details.get("cached_tokens"))
-    if cached is None:
-        cached = _count(raw.get("prompt_cache_hit_tokens"))
-    if input_tokens is None and output_tokens is None and cached is None:
-        return None
-    return Usage(input_tokens=input_tokens, output_tokens=output_tokens, cached_input_tokens=cached)
 
 
 def completion_to_exchange(completion: Completion, *, stream: bool, response_id: str,
@@ -174,8 +175,15 @@ def usage_to_wire(usage: Usage) -> dict[str, Any]:
         wire["completion_tokens"] = usage.output_tokens
     if usage.input_tokens is not None and usage.output_tokens is not None:
         wire["total_tokens"] = usage.input_tokens + usage.output_tokens
+    details: dict[str, int] = {}
     if usage.cached_input_tokens is not None:
-        wire["prompt_tokens_details"] = {"cached_tokens": usage.cached_input_tokens}
+        details["cached_tokens"] = usage.cached_input_tokens
+    if usage.cache_write_tokens is not None:
+        details["cache_write_tokens"] = usage.cache_write_tokens
+    if details:
+        wire["prompt_tokens_details"] = details
+    if usage.provider_cost_usd is not None:
+        wire["cost"] = usage.provider_cost_usd
     return wire
 
 
@@ -184,6 +192,8 @@ class _CallBuilder:
     id: str
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    function_extra: dict[str, Any] = field(default_factory=dict)
 
 
 class _StreamAssembler:
@@ -197,26 +207,31 @@ class _StreamAssembler:
         self.finish: str | None = None
         self.saw_empty_finish = False
         self.done = False
-        self.usage: Usage | None = None
+        self.usage: dict[str, int | float] = {}
+        self.extra: dict[str, Any] = {}
+        self.skipped = 0
+        self.stream_error: str | None = None
 
     def feed(self, number: int, data: str) -> None:
         if data.strip() == DONE:
             self.done = True
             return
         where = f"SSE event {number}"
+        if not data.strip().startswith(("{", "[")):
+            self.skipped += 1  # a keep-alive sent as data (": keepalive", "ping", "")
+            return
         try:
             chunk = json.loads(data)
         except json.JSONDecodeError as exc:
             raise ProviderResponseInvalid(f"{where}: not JSON ({exc.msg}): {_excerpt(data)}") from exc
         if not isinstance(chunk, dict):
             raise ProviderResponseInvalid(f"{where}: expected an object, got {_excerpt(data)}")
-        _raise_in_band_error(chunk, where)
-        usage = parse_usage(chunk.get("usage"))
+        if chunk.get("error"):
+            self.stream_error = _error_message(chunk["error"])
+            _raise_in_band_error(chunk, where, partial=self.completion().partial_json())
         groq = chunk.get("x_groq")
-        if usage is None and isinstance(groq, dict):
-            usage = parse_usage(groq.get("usage"))
-        if usage is not None:
-            self.usage = usage  # some servers repeat cumulative usage; the last one wins
+        for raw in (chunk.get("usage"), groq.get("usage") if isinstance(groq, dict) else None):
+            self.usage = merge_fields(self.usage, usage_fields(raw))
         choices = chunk.get("choices")
         choices = [] if choices is None else choices
         if not isinstance(choices, list):
@@ -225,6 +240,7 @@ class _StreamAssembler:
             if not isinstance(choice, dict):
                 raise ProviderResponseInvalid(f'{where}: field "choices[]": expected an object')
             if choice.get("index") in (0, None):
+                self.usage = merge_fields(self.usage, usage_fields(choice.get("usage")))
                 self._feed_choice(where, choice)
 
     def _feed_choice(self, where: str, choice: dict[str, Any]) -> None:
@@ -237,6 +253,7 @@ class _StreamAssembler:
         reasoning = delta.get("reasoning_content", delta.get("reasoning"))
         if isinstance(reasoning, str):
             self.reasoning.append(reasoning)
+        _merge_extra(self.extra, _extras(delta, _MESSAGE_FIELDS))
         tool_calls = delta.get("tool_calls")
         tool_calls = [] if tool_calls is None else tool_calls
         if not isinstance(tool_calls, list):
@@ -258,9 +275,11 @@ class _StreamAssembler:
         builder = self._select(index if isinstance(index, int) else None, call_id)
         if call_id and not builder.id:
             builder.id = call_id
+        _merge_extra(builder.extra, _extras(entry, _CALL_FIELDS))
         function = entry.get("function") or {}
         if not isinstance(function, dict):
             return
+        _merge_extra(builder.function_extra, _extras(function, _FUNCTION_FIELDS))
         name = function.get("name")
         if isinstance(name, str) and name and not builder.name:
             builder.name = name
@@ -288,11 +307,15 @@ class _StreamAssembler:
         text = "".join(self.content)
         reasoning = "".join(self.reasoning)
         finish = self.finish if self.finish else ("" if self.saw_empty_finish else None)
-        calls = tuple(ToolCall(id=b.id or f"call_{k}", name=b.name, arguments="".join(b.arguments))
+        calls = tuple(ToolCall(id=b.id or f"call_{k}", name=b.name, arguments="".join(b.arguments),
+                               extra=dict(b.extra), function_extra=dict(b.function_extra))
                       for k, b in enumerate(self.calls))
+        # [DONE] alone is no answer: without a finish reason it needs content or a tool call.
+        complete = bool(self.finish) or (self.done and bool(text or calls))
         return Completion(content=text or None, tool_calls=calls, finish_reason=finish,
-                          complete=self.done or bool(self.finish), usage=self.usage,
-                          reasoning_content=reasoning or None)
+                          complete=complete, usage=usage_from_fields(self.usage),
+                          reasoning_content=reasoning or None, extra=dict(self.extra),
+                          skipped_frames=self.skipped, stream_error=self.stream_error)
 
 
 def _parse_body(body: Any) -> Completion:
@@ -317,7 +340,7 @@ def _parse_body(body: Any) -> Completion:
         raise ProviderResponseInvalid('response body: field "choices[0].message.tool_calls": expected a list')
     reasoning = message.get("reasoning_content", message.get("reasoning"))
     finish = choice.get("finish_reason")
-    return Completion(content=content,
+    return Completion(content=content, extra=_extras(message, _MESSAGE_FIELDS),
                       tool_calls=tuple(_body_tool_call(c, k) for k, c in enumerate(raw_calls)),
                       finish_reason=finish if isinstance(finish, str) else None,
                       usage=parse_usage(body.get("usage")),
@@ -336,29 +359,51 @@ def _body_tool_call(raw: Any, position: int) -> ToolCall:
     call_id, name = raw.get("id"), function.get("name")
     return ToolCall(id=call_id if isinstance(call_id, str) and call_id else f"call_{position}",
                     name=name if isinstance(name, str) else "",
-                    arguments=arguments if isinstance(arguments, str) else "")
+                    arguments=arguments if isinstance(arguments, str) else "",
+                    extra=_extras(raw, _CALL_FIELDS), function_extra=_extras(function, _FUNCTION_FIELDS))
 
 
-def _raise_in_band_error(obj: dict[str, Any], where: str) -> None:
-    error = obj.get("error")
-    if not error:
-        return
+def _error_message(error: Any) -> str:
+    """The message of a wire error (an object with ``message``/``type``/``code``, or any value)."""
+    if isinstance(error, str):
+        try:
+            error = json.loads(error)
+        except json.JSONDecodeError:
+            return _excerpt(error)
+    if isinstance(error, dict) and isinstance(error.get("error"), (dict, str)):
+        error = error["error"]
     if isinstance(error, dict):
         message = str(error.get("message") or _dumps(error))
         labels = [f"{k} {error[k]}" for k in ("type", "code") if error.get(k)]
-        suffix = f" ({', '.join(labels)})" if labels else ""
-    else:
-        message, suffix = str(error), ""
-    raise ProviderError(f"{where}: in-band error after HTTP 200: {_excerpt(message)}{suffix}",
-                        cause="server")
+        return _excerpt(message) + (f" ({', '.join(labels)})" if labels else "")
+    return _excerpt(str(error))
 
 
-def _count(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return value if isinstance(value, int) and value >= 0 else None
+def _raise_in_band_error(obj: dict[str, Any], where: str, partial: dict[str, Any] | None = None) -> None:
+    error = obj.get("error")
+    if not error:
+        return
+    raise ProviderError(f"{where}: in-band error after HTTP 200: {_error_message(error)}",
+                        cause="server", partial=partial)
+
+
+def _extras(obj: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    """The fields of ``obj`` the lab does not interpret (``null`` ones dropped)."""
+    return {k: v for k, v in obj.items() if k not in known and v is not None}
+
+
+def _merge_extra(into: dict[str, Any], fields: dict[str, Any]) -> None:
+    """Stream deltas of an uninterpreted field: strings and lists concatenate, other values replace."""
+    for key, value in fields.items():
+        if value is None:
+            continue
+        old = into.get(key)
+        if isinstance(old, str) and isinstance(value, str):
+            into[key] = old + value
+        elif isinstance(old, list) and isinstance(value, list):
+            into[key] = old + value
+        else:
+            into[key] = value
 
 
 def _pieces(text: str | None, size: int) -> list[str]:

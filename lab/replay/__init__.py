@@ -8,8 +8,10 @@ dropped, volatile text masked, numbers canonicalised) and ``matching`` serves
 recordings by content, in recorded order, naming the first differing field
 on a miss. A replay divergence is detected in
 ``lab/replay/cassette.py`` (the Replayer compares each request's fingerprint
-with the recording and names the first differing field).
+with the recording as JSON values and names the first differing field).
+``fingerprint`` holds JSON equality (``1 == 1.0``, ``true != 1``) and the
+request fingerprint, for any matcher of recorded traffic.
 
 May import: lab.providers (the Provider protocol, exchanges), lab.export
-(secret scanning before a cassette is written) and the bottom modules.
+(secret redaction before a cassette is written) and the bottom modules.
 """

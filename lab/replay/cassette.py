@@ -10,23 +10,26 @@ is one provider call::
      "fingerprint": "<sha256 of the normalised request>", "request": {…}, "exchange": {…}}
 
 Requests are stored normalised (per-run paths → ``<workspace>``, the task's
-``replayNormalize`` rules applied to tool output), so a cassette holds no
-machine paths and replays on any machine. Exchanges are stored verbatim.
+``replayNormalize`` rules applied to tool output, secrets replaced by their
+markers), so a cassette holds no machine paths and replays on any machine.
+Exchanges are stored as received, secrets redacted (:func:`redact_cassette`).
+Requests are matched as JSON values (``lab.replay.fingerprint``).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab.canonical import canonical_hash
-from lab.errors import CassetteError, CassetteMiss
-from lab.files import dumps_line, write_atomic
+from lab.errors import CassetteError, CassetteMiss, ProviderError
+from lab.files import dumps_line, split_lines, write_atomic
 from lab.providers.base import Exchange, Provider, Purpose
+from lab.replay.fingerprint import fingerprint as _fingerprint
+from lab.replay.fingerprint import json_equal
 
 FORMAT = "cassette/v1"
 SCHEMA_VERSION = 1
@@ -43,10 +46,13 @@ class Normaliser:
         workspace: the run's workspace path; every occurrence (as given and
             resolved) becomes ``<workspace>``.
         rules: ``(pattern, replace)`` regex rules applied to tool output.
+        redact: replaces secrets by their markers (``<secret:github-token>``),
+            applied last, so a live request matches its redacted recording.
     """
 
     workspace: Path | None = None
     rules: tuple[tuple[str, str], ...] = ()
+    redact: Callable[[Any], Any] | None = None
 
     def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
         paths = set()
@@ -70,12 +76,14 @@ class Normaliser:
             return value
 
         result: dict[str, Any] = fix(request)
+        if self.redact is not None:
+            result = self.redact(result)
         return result
 
 
 def fingerprint(normalised_request: dict[str, Any]) -> str:
-    """sha256 hex of the canonical JSON of a normalised request."""
-    return canonical_hash(normalised_request)
+    """sha256 hex of the canonical JSON of a normalised request (numbers as JSON numbers)."""
+    return _fingerprint(normalised_request)
 
 
 @dataclass
@@ -97,16 +105,27 @@ class Recorder:
 
     def send(self, request: dict[str, Any], *, purpose: Purpose = "main",
              timeout_s: float | None = None) -> Exchange:
-        exchange = self.inner.send(request, purpose=purpose, timeout_s=timeout_s)
+        try:
+            exchange = self.inner.send(request, purpose=purpose, timeout_s=timeout_s)
+        except ProviderError as exc:
+            if exc.exchange is not None:  # the answer was the failure: keep it so it replays
+                self._keep(request, purpose, exc.exchange, failed=True)
+            raise
+        self._keep(request, purpose, exchange)
+        return exchange
+
+    def _keep(self, request: dict[str, Any], purpose: Purpose, exchange: Exchange,
+              failed: bool = False) -> None:
         normalised = self.normalise(request)
         call = {"schemaVersion": SCHEMA_VERSION, "type": "call", "index": len(self.calls),
                 "purpose": purpose, "fingerprint": fingerprint(normalised),
                 "request": normalised, "exchange": exchange}
+        if failed:
+            call["failed"] = True
         headers = getattr(self.inner, "headers", None)
-        if headers:  # extra request headers (never Authorization: the key stays in the environment)
+        if headers:  # extra request headers; credential ones are dropped when written
             call["requestHeaders"] = dict(headers)
         self.calls.append(call)
-        return exchange
 
 
 @dataclass
@@ -139,8 +158,8 @@ class Replayer:
                                f"{recorded.get('purpose')!r}, actual {purpose!r}",
                                call_index=index, field="purpose",
                                recorded=str(recorded.get("purpose")), actual=purpose)
-        if fingerprint(actual) != recorded["fingerprint"] or actual != recorded["request"]:
-            path, rec, act = first_difference(recorded["request"], actual)
+        if not json_equal(actual, recorded["request"]):  # JSON equality: 1 == 1.0, true != 1
+            path, rec, act = divergence(recorded["request"], actual)
             raise CassetteMiss(f"{self.source}: call {index}: request differs at {path}: "
                                f"recorded {rec!r}, actual {act!r}",
                                call_index=index, field=path, recorded=rec, actual=act)
@@ -152,6 +171,17 @@ class Replayer:
     def unused(self) -> int:
         """Recorded calls the harness never made."""
         return len(self.calls) - self.position
+
+
+def divergence(recorded: Any, actual: Any) -> tuple[str, str | None, str | None]:
+    """:func:`first_difference` with a path that is never empty.
+
+    A difference at the root (two values of different JSON types) is named
+    ``(request)``. Values are compared as JSON (``1`` equals ``1.0``,
+    ``true`` differs from ``1``).
+    """
+    path, rec, act = first_difference(recorded, actual)
+    return path or "(request)", rec, act
 
 
 def first_difference(recorded: Any, actual: Any, path: str = "") -> tuple[str, str | None, str | None]:
@@ -169,7 +199,7 @@ def first_difference(recorded: Any, actual: Any, path: str = "") -> tuple[str, s
                 return sub, None, _excerpt(actual[key])
             if key not in actual:
                 return sub, _excerpt(recorded[key]), None
-            if recorded[key] != actual[key]:
+            if not json_equal(recorded[key], actual[key]):
                 return first_difference(recorded[key], actual[key], sub)
     elif isinstance(recorded, list) and isinstance(actual, list):
         for i in range(max(len(recorded), len(actual))):
@@ -177,7 +207,7 @@ def first_difference(recorded: Any, actual: Any, path: str = "") -> tuple[str, s
                 return f"{path}[{_item_key(actual[i], i)}]", None, _excerpt(actual[i])
             if i >= len(actual):
                 return f"{path}[{_item_key(recorded[i], i)}]", _excerpt(recorded[i]), None
-            if recorded[i] != actual[i]:
+            if not json_equal(recorded[i], actual[i]):
                 key = _item_key(recorded[i], i)
                 if key != _item_key(actual[i], i):
                     key = str(i)
@@ -232,7 +262,7 @@ def read_cassette(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             or a version newer than this lab.
     """
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = split_lines(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CassetteError(f"{path}: no cassette for this task; record one with `doit record`") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -271,6 +301,40 @@ def dump_cassette(header: dict[str, Any], calls: list[dict[str, Any]]) -> bytes:
     return "".join(dumps_line(rec) for rec in [header, *calls]).encode("utf-8")
 
 
+def redact_cassette(header: dict[str, Any], calls: list[dict[str, Any]], *, env: Mapping[str, str],
+                    credential_env: Iterable[str] = ()) -> tuple[dict[str, Any], list[dict[str, Any]],
+                                                                 list[dict[str, str]]]:
+    """The cassette as written: credential headers dropped, secrets in bodies replaced (R4).
+
+    Request headers that carry credentials (``authorization``, ``api-key``,
+    ``x-api-key``, ``x-goog-api-key``, cookies, any whose value holds a
+    secret) are dropped and named in the call's ``droppedHeaders``; every
+    secret in the header, requests and exchanges becomes its marker
+    (``<secret:github-token>``). Requests were already redacted by the
+    Normaliser, so fingerprints stay those of what is written.
+
+    Returns:
+        (header, calls, replacements) where each replacement is ``{"field", "kind"}``
+        (never the value).
+    """
+    from lab.export.secrets import SecretScanner
+
+    scanner = SecretScanner(env=env, credential_env=credential_env)
+    header, hits = scanner.redact(header, field="header")
+    written = []
+    for call in calls:
+        call = dict(call)
+        if "requestHeaders" in call:
+            kept, dropped = scanner.safe_headers(call["requestHeaders"])
+            call["requestHeaders"] = kept
+            if dropped:
+                call["droppedHeaders"] = dropped
+        call, call_hits = scanner.redact(call, field=f"calls[{call['index']}]")
+        hits += call_hits
+        written.append(call)
+    return header, written, [h.to_json() for h in hits]
+
+
 def check_secrets(header: dict[str, Any], calls: list[dict[str, Any]], *, source: str,
                   env: Mapping[str, str], credential_env: Iterable[str] = ()) -> None:
     """Refuse a cassette that holds a secret (R4).
@@ -295,7 +359,7 @@ def check_secrets(header: dict[str, Any], calls: list[dict[str, Any]], *, source
 def write_cassette(path: Path, data: bytes) -> None:
     """Write a cassette atomically after the size limits (R4).
 
-    Call :func:`check_secrets` first.
+    Call :func:`redact_cassette` first.
 
     Raises:
         CassetteError: over 256 KB for the file, or over 2 MB for the suite

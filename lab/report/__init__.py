@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from lab.files import dumps_json, publish_dir
+from lab.files import dumps_json, encodable, publish_dir
 from lab.report.build import build_report
 from lab.report.html import iter_html, render_html, run_anchor
 from lab.report.junit import render_junit
@@ -71,7 +71,7 @@ def write_report(report_dir: Path, doc: dict[str, Any], records: list[dict[str, 
             "index.html": iter_html(doc, records), "junit.xml": [render_junit(doc, records)]}
         for name in REPORT_FILES:
             with open(staging / name, "w", encoding="utf-8") as fh:
-                fh.writelines(chunks[name])
+                fh.writelines(encodable(chunk) for chunk in chunks[name])
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

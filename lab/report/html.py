@@ -24,10 +24,12 @@ from lab.report.markdown import (
     MEASURED_ROWS,
     conditions,
     estimate_absent_reason,
+    estimated_rows,
     interval,
     notices,
     num,
     pct,
+    pricing_note,
     summary_rows,
 )
 
@@ -136,10 +138,7 @@ def _measured_view(m: dict[str, Any] | None) -> dict[str, Any] | None:
 def _estimated_view(e: dict[str, Any] | None) -> dict[str, Any] | None:
     if e is None:
         return None
-    return {"rows": [("cost (USD)", f"{e['costUsd']:.4f}"), ("cost per attempt (USD)", f"{e['costUsdPerAttempt']:.4f}"),
-                     ("cost per success (USD)", num(e["costUsdPerSuccess"], 4)),
-                     ("input rate (USD / M tokens)", str(e["rates"]["inputUsdPerMTok"])),
-                     ("output rate (USD / M tokens)", str(e["rates"]["outputUsdPerMTok"]))],
+    return {"rows": estimated_rows(e), "note": pricing_note(e),
             "tasks": [(t["taskId"], f"{t['costUsd']:.4f}", num(t["costUsdPerSuccess"], 4)) for t in e["tasks"]]}
 
 

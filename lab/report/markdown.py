@@ -156,7 +156,12 @@ MEASURED_ROWS = (("judged runs", "runsJudged", 0), ("runs reporting usage", "run
                  ("tokens per attempt", "tokensPerAttempt", 1), ("tokens per success", "tokensPerSuccess", 1),
                  ("wall ms median", "wallMsMedian", 1), ("wall ms variance", "wallMsVariance", 1),
                  ("wall ms per success", "wallMsPerSuccess", 1), ("turns", "turns", 0),
-                 ("tool calls", "toolCalls", 0), ("compactions", "compactions", 0))
+                 ("tool calls", "toolCalls", 0), ("compactions", "compactions", 0),
+                 # present only when some run reports them (absent is not zero)
+                 ("cache write tokens", "cacheWriteTokens", 0),
+                 ("runs reporting cache writes", "runsReportingCacheWrites", 0),
+                 ("provider-reported cost (USD)", "providerCostUsd", 4),
+                 ("runs reporting provider cost", "runsReportingProviderCost", 0))
 
 
 def _measured_lines(m: dict[str, Any] | None) -> list[str]:
@@ -190,17 +195,33 @@ def estimate_absent_reason(doc: dict[str, Any]) -> str:
     return "No cost estimate: some judged runs did not report usage, and no price is ever guessed."
 
 
+def pricing_note(e: dict[str, Any]) -> str:
+    """How cached input and cache writes were priced (shared with the HTML page)."""
+    rates = e["rates"]
+    parts = [f"{label} priced at {'its own rate' if key in rates else 'the input rate'}"
+             for label, key in (("cached input", "cachedInputUsdPerMTok"), ("cache writes", "cacheWriteUsdPerMTok"))]
+    return "; ".join(parts)
+
+
+def estimated_rows(e: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, value) rows of the estimated block (shared with the HTML page)."""
+    rows = [("cost (USD)", f"{e['costUsd']:.4f}"), ("cost per attempt (USD)", f"{e['costUsdPerAttempt']:.4f}"),
+            ("cost per success (USD)", num(e["costUsdPerSuccess"], 4)),
+            ("input rate (USD / M tokens)", str(e["rates"]["inputUsdPerMTok"])),
+            ("output rate (USD / M tokens)", str(e["rates"]["outputUsdPerMTok"]))]
+    for label, key in (("cached input rate (USD / M tokens)", "cachedInputUsdPerMTok"),
+                       ("cache write rate (USD / M tokens)", "cacheWriteUsdPerMTok")):
+        if key in e["rates"]:
+            rows.append((label, str(e["rates"][key])))
+    return rows
+
+
 def _estimated_lines(e: dict[str, Any] | None, doc: dict[str, Any]) -> list[str]:
     lines = ["## Estimated", ""]
     if e is None:
         return lines + [estimate_absent_reason(doc), ""]
-    lines += ["Estimated from the given rates (cached input priced at the input rate); "
-              "never added to measured figures.", ""]
-    rows = [("cost (USD)", f"{e['costUsd']:.4f}"), ("cost per attempt (USD)", f"{e['costUsdPerAttempt']:.4f}"),
-            ("cost per success (USD)", num(e["costUsdPerSuccess"], 4)),
-            ("input rate (USD / M tokens)", e["rates"]["inputUsdPerMTok"]),
-            ("output rate (USD / M tokens)", e["rates"]["outputUsdPerMTok"])]
-    lines += _table(rows, ["figure", "value"])
+    lines += [f"Estimated from the given rates ({pricing_note(e)}); never added to measured figures.", ""]
+    lines += _table(estimated_rows(e), ["figure", "value"])
     lines += ["### Estimated per task", ""]
     lines += _table([(t["taskId"], f"{t['costUsd']:.4f}", num(t["costUsdPerSuccess"], 4)) for t in e["tasks"]],
                     ["task", "cost (USD)", "cost per success (USD)"])

@@ -21,6 +21,10 @@ Measured block (``measured``; absent when no run was judged), over judged runs:
   null with fewer than 2 runs; ``wallMsPerSuccess`` = sum of judged wall
   times / passes, null with no pass.
 - ``turns``, ``toolCalls``, ``compactions``: event counts summed over judged runs.
+- ``cacheWriteTokens`` (with ``runsReportingCacheWrites``) and
+  ``providerCostUsd`` (the provider's own cost figure, with
+  ``runsReportingProviderCost``): sums over the judged runs that report
+  them; present only when at least one does (absent is not zero).
 - ``tasks``: the same figures per task (tasks with ≥ 1 judged run).
 
 Cached input (``summary.cachedInput``, M5), over judged runs:
@@ -30,15 +34,18 @@ Cached input (``summary.cachedInput``, M5), over judged runs:
   ``cachedPartial`` and left out (``runsPartial``).
 - ``tokens`` = sum of cached input tokens and ``inputTokens`` = sum of input
   tokens, both over reporting runs only (null when none reports);
-  ``ratio`` = tokens / inputTokens (null when undefined);
+  ``ratio`` = tokens / inputTokens (null when undefined), in [0, 1] by
+  construction (a record whose cached input exceeds its input does not report);
   ``runsReporting``, ``runsPartial``, ``runsJudged``. Per task:
   ``tasks[].cachedInputRatio``.
 
 Estimated block (``estimated``, M6): present only when both ``rates.input``
 and ``rates.output`` (USD per million tokens) are given *and* measured usage
-is complete. ``costUsd`` = (inputTokens × rates.input + outputTokens ×
-rates.output) / 10⁶ — cached input tokens are priced at the input rate, as
-given; ``costUsdPerAttempt`` = costUsd / runsJudged; ``costUsdPerSuccess`` =
+is complete. ``costUsd`` = (plain input × rates.input + cached input ×
+rates.cached_input + cache writes × rates.cache_write + outputTokens ×
+rates.output) / 10⁶, per run; a class whose rate is not given, or that the
+run does not report, is priced at the input rate (plain input = input minus
+the classes priced apart); ``costUsdPerAttempt`` = costUsd / runsJudged; ``costUsdPerSuccess`` =
 costUsd / passes (null with no pass); ``tasks`` per task.
 """
 
@@ -78,11 +85,23 @@ def usage_of(record: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def cached_tokens_of(record: dict[str, Any]) -> int | None:
-    """Cached input tokens when every main turn reported them (not ``cachedPartial``), else None."""
+    """Cached input tokens when every main turn reported them (not ``cachedPartial``), else None.
+
+    A record whose cached input exceeds its input (written before the usage
+    reader knew Anthropic semantics) does not report cached input: a share
+    above 100 % is impossible.
+    """
     usage = usage_of(record)
     if usage is None or usage.get("cachedPartial") or usage.get("cachedInputTokens") is None:
         return None
-    return int(usage["cachedInputTokens"])
+    cached = int(usage["cachedInputTokens"])
+    return cached if cached <= int(usage["inputTokens"]) else None
+
+
+def _reported_sum(usages: list[dict[str, Any]], key: str) -> tuple[float, int]:
+    """(sum, runs reporting) of one optional usage figure over runs with known usage."""
+    figures = [u[key] for u in usages if u.get(key) is not None]
+    return sum(figures), len(figures)
 
 
 def _figures(judged: list[dict[str, Any]]) -> dict[str, Any]:
@@ -108,6 +127,13 @@ def _figures(judged: list[dict[str, Any]]) -> dict[str, Any]:
         block.update(inputTokens=tokens_in, outputTokens=tokens_out,
                      tokensPerAttempt=(tokens_in + tokens_out) / len(judged),
                      tokensPerSuccess=(tokens_in + tokens_out) / passes if passes else None)
+    known = [u for u in usages if u is not None]
+    writes, writes_runs = _reported_sum(known, "cacheWriteTokens")
+    if writes_runs:  # shown only when some run reports it; a sum over the reporting runs
+        block.update(cacheWriteTokens=int(writes), runsReportingCacheWrites=writes_runs)
+    cost, cost_runs = _reported_sum(known, "providerCostUsd")
+    if cost_runs:
+        block.update(providerCostUsd=round(float(cost), 12), runsReportingProviderCost=cost_runs)
     return block
 
 
@@ -135,6 +161,7 @@ def cached_input(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     tokens = sum(c for _, c in reporting) if reporting else None
     tokens_in = sum(int((r["usage"] or {})["inputTokens"]) for r, _ in reporting) if reporting else None
     ratio = tokens / tokens_in if tokens is not None and tokens_in else None
+    assert ratio is None or 0 <= ratio <= 1, f"cached input share {ratio} outside [0, 1]"
     return {"tokens": tokens, "inputTokens": tokens_in, "ratio": ratio,
             "runsReporting": len(reporting), "runsPartial": partial, "runsJudged": len(judged)}
 
@@ -145,15 +172,30 @@ def cached_input_ratio(runs: Iterable[dict[str, Any]]) -> float | None:
     return None if ratio is None else float(ratio)
 
 
-def _cost(usages: list[dict[str, Any]], rate_in: float, rate_out: float) -> float:
-    tokens_in = sum(int(u["inputTokens"]) for u in usages)
-    tokens_out = sum(int(u["outputTokens"]) for u in usages)
-    return (tokens_in * rate_in + tokens_out * rate_out) / 1e6
+def _token_classes(usage: dict[str, Any], rates: dict[str, float]) -> tuple[int, int, int, int]:
+    """(plain input, cached input, cache writes, output) of one run as priced.
+
+    A class without its own rate, or not reported by the run, counts as plain input.
+    """
+    tokens_in, tokens_out = int(usage["inputTokens"]), int(usage["outputTokens"])
+    cached = usage.get("cachedInputTokens") if not usage.get("cachedPartial") else None
+    cached = int(cached) if cached is not None and "cached_input" in rates and int(cached) <= tokens_in else 0
+    writes = usage.get("cacheWriteTokens")
+    writes = int(writes) if writes is not None and "cache_write" in rates else 0
+    writes = min(writes, tokens_in - cached)
+    return tokens_in - cached - writes, cached, writes, tokens_out
 
 
-def _cost_figures(judged: list[dict[str, Any]], rate_in: float, rate_out: float) -> dict[str, Any]:
+def _cost(usages: list[dict[str, Any]], rates: dict[str, float]) -> float:
+    plain, cached, writes, out = (sum(c) for c in zip(*(_token_classes(u, rates) for u in usages), strict=True)) \
+        if usages else (0, 0, 0, 0)
+    return (plain * rates["input"] + cached * rates.get("cached_input", 0.0)
+            + writes * rates.get("cache_write", 0.0) + out * rates["output"]) / 1e6
+
+
+def _cost_figures(judged: list[dict[str, Any]], rates: dict[str, float]) -> dict[str, Any]:
     usages = [u for r in judged if (u := usage_of(r)) is not None]
-    cost = _cost(usages, rate_in, rate_out)
+    cost = _cost(usages, rates)
     passes = sum(1 for r in judged if r["status"] == "pass")
     return {"costUsd": cost, "costUsdPerAttempt": cost / len(judged),
             "costUsdPerSuccess": cost / passes if passes else None}
@@ -165,7 +207,8 @@ def estimated_block(records: list[dict[str, Any]], by_task: TaskGroups,
 
     Args:
         records: every run record; by_task: (task id, records) pairs.
-        rates: ``{"input": USD per 1M input tokens, "output": USD per 1M output tokens}``.
+        rates: ``{"input", "output"}`` USD per 1M tokens, optionally ``"cached_input"`` and
+            ``"cache_write"`` (USD per 1M cached-input / cache-write tokens).
     """
     rate_in, rate_out = rates.get("input"), rates.get("output")
     judged = [r for r in records if is_judged(r)]
@@ -173,8 +216,13 @@ def estimated_block(records: list[dict[str, Any]], by_task: TaskGroups,
         return None
     if any(usage_of(r) is None for r in judged):
         return None
-    block: dict[str, Any] = _cost_figures(judged, float(rate_in), float(rate_out))
+    priced = {key: float(rates[key]) for key in ("input", "output", "cached_input", "cache_write")
+              if rates.get(key) is not None}
+    block: dict[str, Any] = _cost_figures(judged, priced)
     block["rates"] = {"inputUsdPerMTok": rate_in, "outputUsdPerMTok": rate_out}
-    block["tasks"] = [{"taskId": task_id, **_cost_figures(task_judged, float(rate_in), float(rate_out))}
+    for key, name in (("cached_input", "cachedInputUsdPerMTok"), ("cache_write", "cacheWriteUsdPerMTok")):
+        if key in priced:
+            block["rates"][name] = priced[key]
+    block["tasks"] = [{"taskId": task_id, **_cost_figures(task_judged, priced)}
                       for task_id, runs in by_task if (task_judged := [r for r in runs if is_judged(r)])]
     return block

@@ -81,7 +81,7 @@ def test_paths_become_placeholders(tmp_path: Path, home: Path) -> None:
     assert runs[0]["workspace"] == "<run-dir>/work/a/s0-r0"
     assert runs[0]["verifiers"][0]["detail"] == "read <home>/projects/notes.txt"
     tail = runs[2]["verifiers"][0]["diagnostics"]["stderrTail"]
-    assert tail == 'File "<path>", line 3\nscratch at <tmp>/lab-scratch-1/out.log.'
+    assert tail == 'File "<path>/json/decoder.py", line 3\nscratch at <tmp>/lab-scratch-1/out.log.'
     assert str(tmp_path) not in json.dumps(bundle)
 
 
@@ -97,7 +97,13 @@ def test_a_url_provider_becomes_custom_endpoint(tmp_path: Path, home: Path) -> N
     ("</div> <tmp>/x <workspace>/calc.py", "</div> <tmp>/x <workspace>/calc.py"),
     ("file:///R/home/u/x.txt", "file://<home>/x.txt"),
     ("/R/run", "<run-dir>"),
-    ("(/opt/tool/bin), then", "(<path>), then"),
+    ("(/opt/tool/bin), then", "(<path>/tool/bin), then"),
+    ("/etc/hosts", "<path>/hosts"),
+    ("C:\\Users\\someuser\\proj\\a.py", "<home>\\proj\\a.py"),
+    (json.dumps("C:\\Users\\someuser\\proj\\a.py"), json.dumps("<home>\\proj\\a.py")),
+    ("/home/first last/work/x.py", "<home>/work/x.py"),
+    ("/Users/someone/Library/x and /home/bob", "<home>/Library/x and <home>"),
+    ("https://example.com/R/run", "https://example.com/R/run"),
 ])
 def test_placeholder_rules(text: str, expected: str) -> None:
     bases = path_bases(Path("/R/run"), home=Path("/R/home/u"), tmp=Path("/R"))

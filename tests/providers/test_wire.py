@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -150,8 +151,9 @@ def test_sse_builder_emits_real_shapes() -> None:
 
 
 _text = st.text(min_size=1, max_size=60)
-_usage = st.none() | st.builds(Usage, st.integers(0, 10**6), st.integers(0, 10**6),
-                               st.none() | st.integers(0, 10**6))
+_usage = st.none() | st.integers(0, 10**6).flatmap(lambda input_tokens: st.builds(
+    Usage, st.just(input_tokens), st.integers(0, 10**6), st.none() | st.integers(0, input_tokens),
+    st.none() | st.integers(0, 10**6), st.none() | st.floats(0, 100, allow_nan=False)))
 _calls = st.lists(st.builds(ToolCall, st.from_regex(r"call_[0-9]{1,3}", fullmatch=True),
                             st.from_regex(r"[a-z_]{1,12}", fullmatch=True), st.text(max_size=80)),
                   max_size=3).map(tuple)
@@ -164,4 +166,6 @@ _completions = st.builds(Completion, content=st.none() | _text, tool_calls=_call
 def test_builders_round_trip(completion: Completion, stream: bool, piece_chars: int) -> None:
     exchange = completion_to_exchange(completion, stream=stream, response_id="r", model="m",
                                       piece_chars=piece_chars)
-    assert parse_exchange(json.loads(json.dumps(exchange))) == completion
+    # A stream with no finish reason, no content and no tool call is no answer.
+    complete = not stream or bool(completion.finish_reason or completion.content or completion.tool_calls)
+    assert parse_exchange(json.loads(json.dumps(exchange))) == replace(completion, complete=complete)

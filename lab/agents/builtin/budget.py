@@ -41,6 +41,11 @@ class UsageTally:
         self.input_tokens = 0
         self.output_tokens = 0
         self.cached_input_tokens = 0
+        # cache writes and provider cost: summed over the calls that reported them
+        self.cache_write_reported = 0
+        self.cache_write_tokens = 0
+        self.cost_reported = 0
+        self.provider_cost_usd = 0.0
 
     def add(self, usage: Usage | None) -> bool:
         """Add one call's usage; returns False when that call reported none."""
@@ -53,17 +58,26 @@ class UsageTally:
         if usage.cached_input_tokens is not None:
             self.cached_reported += 1
             self.cached_input_tokens += usage.cached_input_tokens
+        if usage.cache_write_tokens is not None:
+            self.cache_write_reported += 1
+            self.cache_write_tokens += usage.cache_write_tokens
+        if usage.provider_cost_usd is not None:
+            self.cost_reported += 1
+            self.provider_cost_usd += usage.provider_cost_usd
         return True
 
     def total(self) -> Usage | None:
         """The sum, or None when no call was made or any call lacked usage.
 
-        Cached input tokens are None unless every call reported them.
+        Cached input, cache write tokens and provider cost are each None
+        unless every call reported them (absent is not zero).
         """
         if self.calls == 0 or self.reported < self.calls:
             return None
         cached = self.cached_input_tokens if self.cached_reported == self.calls else None
-        return Usage(self.input_tokens, self.output_tokens, cached)
+        writes = self.cache_write_tokens if self.cache_write_reported == self.calls else None
+        cost = round(self.provider_cost_usd, 12) if self.cost_reported == self.calls else None
+        return Usage(self.input_tokens, self.output_tokens, cached, writes, cost)
 
 
 class Budget:

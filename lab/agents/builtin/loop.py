@@ -19,7 +19,16 @@ from typing import Any, Literal
 from lab.agents.builtin.budget import Budget, BudgetName, UsageTally
 from lab.agents.builtin.compaction import compact, needs_compaction
 from lab.agents.builtin.policy import Policy
-from lab.agents.builtin.result import AgentResult, EventLog, StopReason, claim_of, divergence_error
+from lab.agents.builtin.result import (
+    AgentResult,
+    EventLog,
+    StopReason,
+    claim_of,
+    divergence_error,
+    encodable_completion,
+    encodable_value,
+    incomplete_error,
+)
 from lab.agents.builtin.tools import TOOLS, ToolContext, ToolResult, run_tool, tool_schemas
 from lab.errors import CassetteMiss, ProviderError, ProviderTimeout
 from lab.providers.base import Provider, ToolCall
@@ -55,6 +64,7 @@ class AgentSettings:
     max_context_chars: int = 200_000
     tool_output_chars: int = 16_000
     command_timeout_ms: int = 60_000
+    send_reasoning: bool = False
 
 
 @dataclass
@@ -123,6 +133,11 @@ class _Agent:
             else:
                 stop = _Stop("error", error={"kind": "provider", "cause": exc.cause,
                                              "message": str(exc), "retries": self._retries()})
+                if exc.partial is not None:  # what the answer carried before the error
+                    stop.error = {**(stop.error or {}), "partial": exc.partial}
+                    self.log.add("model_call", purpose="main", turn=self.budget.turns + 1,
+                                 finishReason=None, toolCalls=len(exc.partial["toolCalls"]),
+                                 usage=None, partial=exc.partial)
         usage = self.budget.usage
         return AgentResult(
             stop.reason, claim_of(stop.final) if stop.reason == "answered" else "none",
@@ -151,16 +166,18 @@ class _Agent:
         started = self.clock()
         done = parse_exchange(self.provider.send(
             self._request(), purpose="main", timeout_s=self.budget.remaining_s()))
+        done, replaced = encodable_completion(done)
         first_unreported = self.budget.add_turn(done.usage)
         self.log.model_call("main", turn, done, round((self.clock() - started) * 1000), self._retries())
+        if replaced:
+            self.log.incident("unencodable_text", f"turn {turn}: {replaced} code point(s) UTF-8 cannot "
+                              "encode (lone surrogates) replaced by U+FFFD")
         if first_unreported:
             self.log.incident("usage_unreported", f"turn {turn}: the provider reported no usage; "
                               "maxTokens is not enforced for the rest of the run")
         if not done.complete:
-            return _Stop("error", error={
-                "kind": "incomplete_response", "cause": "incomplete_response",
-                "message": f"turn {turn}: the response ended before its finish reason"})
-        self.messages.append(done.assistant_message())
+            return _Stop("error", error=incomplete_error(turn, done))
+        self.messages.append(done.assistant_message(include_reasoning=self.settings.send_reasoning))
         if not done.tool_calls:
             cut = done.finish_reason == "length"  # the output limit cut the answer
             return _Stop("truncated" if cut else "answered", done.content)
@@ -189,6 +206,10 @@ class _Agent:
             except json.JSONDecodeError as exc:
                 result = ToolResult.failed(f"arguments are not valid JSON: {exc}")
             else:
+                arguments, replaced = encodable_value(arguments)
+                if replaced:
+                    self.log.incident("unencodable_text", f"{call.name}: {replaced} code point(s) in the "
+                                      "arguments UTF-8 cannot encode (lone surrogates) replaced by U+FFFD")
                 result, outcome = self._permitted(tool.name, tool.effect, arguments)
         if outcome == "error":
             self.log.incident("tool_error", f"{call.name}: {result.error}")

@@ -12,19 +12,26 @@ Event shapes (dicts, in order, each with a running ``seq``)::
     {"seq", "type": "incident", "kind", "detail"}
 
 Incident kinds written by the harness: ``approval_denied``, ``usage_unreported``
-(once per run), ``compaction``, ``budget_exceeded``, ``tool_error``.
+(once per run), ``compaction``, ``budget_exceeded``, ``tool_error``,
+``unencodable_text`` (lone surrogates from the model replaced by U+FFFD).
+A ``model_call`` event may also carry ``skippedFrames`` (SSE keep-alives
+skipped), ``partial`` (``{"content", "toolCalls"}`` of an answer that never
+finished) and ``streamError`` (the server's error message in the stream).
 Turns are numbered from 1; a compaction call carries the turn it precedes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from lab.agents.builtin.budget import BudgetName
 from lab.errors import CassetteMiss
+from lab.files import encodable
 from lab.providers.base import Completion, Usage
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 StopReason = Literal["answered", "budget_exceeded", "truncated", "cancelled", "error"]
 Claim = Literal["success", "gave_up", "none"]
 
@@ -95,6 +102,12 @@ class EventLog:
     def model_call(self, purpose: str, turn: int, done: Completion, latency_ms: int,
                    retries: list[dict[str, Any]] | None = None) -> None:
         fields: dict[str, Any] = {"retries": retries} if retries else {}
+        if done.skipped_frames:
+            fields["skippedFrames"] = done.skipped_frames
+        if not done.complete:
+            fields["partial"] = done.partial_json()
+        if done.stream_error is not None:
+            fields["streamError"] = done.stream_error
         self.add("model_call", purpose=purpose, turn=turn, latencyMs=latency_ms,
                  finishReason=done.finish_reason, toolCalls=len(done.tool_calls),
                  usage=None if done.usage is None else done.usage.to_json(), **fields)
@@ -106,6 +119,62 @@ def claim_of(text: str | None) -> Claim:
     if head.startswith("DONE"):
         return "success"
     return "gave_up" if head.startswith("GIVE UP") else "none"
+
+
+def incomplete_error(turn: int, done: Completion) -> dict[str, Any]:
+    """``AgentResult.error`` for an answer that never finished; keeps what it carried.
+
+    Returns:
+        ``{"kind": "incomplete_response", "cause", "message", "partial": {"content",
+        "toolCalls"}}``; the message quotes the server's own error, if it sent one.
+    """
+    what = ("the stream carried no answer (no finish reason, content or tool call)"
+            if done.content is None and not done.tool_calls else "the response ended before its finish reason")
+    message = f"turn {turn}: {what}"
+    if done.stream_error is not None:
+        message += f"; the server reported: {done.stream_error}"
+    return {"kind": "incomplete_response", "cause": "incomplete_response", "message": message,
+            "partial": done.partial_json()}
+
+
+def encodable_completion(done: Completion) -> tuple[Completion, int]:
+    """``done`` with lone surrogates in its text and tool-call arguments replaced by U+FFFD.
+
+    A model may send ``"\\udc00"`` (valid JSON, not encodable as UTF-8); it
+    would otherwise crash the file writers, subprocess arguments and XML.
+
+    Returns:
+        (the cleaned completion, number of code points replaced).
+    """
+    texts = [done.content or "", done.reasoning_content or ""] + [c.arguments for c in done.tool_calls]
+    count = sum(len(_SURROGATE.findall(t)) for t in texts)
+    if not count:
+        return done, 0
+    calls = tuple(replace(c, arguments=encodable(c.arguments)) for c in done.tool_calls)
+    return replace(done, content=None if done.content is None else encodable(done.content),
+                   reasoning_content=None if done.reasoning_content is None else encodable(done.reasoning_content),
+                   tool_calls=calls), count
+
+
+def encodable_value(value: Any) -> tuple[Any, int]:
+    """A parsed JSON value with lone surrogates in every string (keys too) replaced by U+FFFD.
+
+    Tool-call arguments may hold ``"\\udc00"`` as a JSON escape, which only
+    becomes a lone surrogate once parsed.
+
+    Returns:
+        (the cleaned value, number of code points replaced).
+    """
+    if isinstance(value, str):
+        count = len(_SURROGATE.findall(value))
+        return (encodable(value) if count else value), count
+    if isinstance(value, list):
+        items = [encodable_value(v) for v in value]
+        return [v for v, _ in items], sum(n for _, n in items)
+    if isinstance(value, dict):
+        pairs = [(encodable_value(k), encodable_value(v)) for k, v in value.items()]
+        return {k: v for (k, _), (v, _) in pairs}, sum(a + b for (_, a), (_, b) in pairs)
+    return value, 0
 
 
 def divergence_error(exc: CassetteMiss) -> dict[str, Any]:

@@ -194,7 +194,7 @@ def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         data = target.read_bytes()
     except OSError as exc:
         raise _os_error("read", rel, exc) from exc
-    lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
+    lines = _lines(data.decode("utf-8", errors="replace"))
     head = f"path: {_display(ctx, target)}\nsha256: {_sha256(data)}\nlines: {len(lines)}\n\n"
     if b"\x00" in data[:8192]:
         return ToolResult(f"{head}[binary file: {len(data)} bytes, content not shown]")
@@ -203,6 +203,12 @@ def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolError(f"offset {start + 1} is past the end of {rel!r} ({len(lines)} lines)")
     chosen = lines[start:start + args["limit"]] if "limit" in args else lines[start:]
     return ToolResult(head + _page(chosen, start, len(lines), ctx.output_chars))
+
+
+def _lines(text: str) -> list[str]:
+    """Lines ending at ``\\n`` only (ends kept), numbered as ``grep -n`` and ``wc -l`` count them."""
+    parts = text.split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
 def _page(chosen: list[str], start: int, total: int, limit: int) -> str:
@@ -286,7 +292,8 @@ def _search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if b"\x00" in data[:8192]:
             continue
         shown = _display(ctx, path)
-        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        for number, line in enumerate(_lines(data.decode("utf-8", errors="replace")), 1):
+            line = line.removesuffix("\n")
             if regex.search(line):
                 hits.append(f"{shown}:{number}: {line[:SEARCH_LINE_CHARS]}")
                 if len(hits) > SEARCH_MAX_MATCHES:
