@@ -4,7 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: eval test ci typecheck lint record-bundled clean
+.PHONY: eval run test ci typecheck lint record-bundled clean
+# `make eval k=3`: the variable assignments make received on its command line
+# (MAKEOVERRIDES) are forwarded to the lab as Hydra overrides; PYTHON is make's own.
+OVERRIDES := $(filter-out PYTHON=%,$(MAKEOVERRIDES))
 RECORDED := $(notdir $(wildcard cassettes/*))
 
 $(BIN)/python:
@@ -15,9 +18,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-## eval: replay the bundled default suite and print where the report is
+## eval: replay the bundled default suite and print where the report is (`make eval k=3` adds overrides)
 eval: $(STAMP)
-	$(BIN)/doit eval suite=smoke-coding mode=replay
+	$(BIN)/doit eval suite=smoke-coding mode=replay $(OVERRIDES)
+
+## run: an eval with no preset suite or mode: `make run suite=core k=5` = `lab run suite=core k=5`
+run: $(STAMP)
+	$(BIN)/lab run $(OVERRIDES)
 
 ## test: run the test suite
 test: $(STAMP)
@@ -34,7 +41,7 @@ lint: $(STAMP)
 
 ## ci: replay every bundled cassette; exit 2 on a divergence, 1 on a failed task
 ci: $(STAMP)
-	$(BIN)/doit ci
+	$(BIN)/doit ci $(OVERRIDES)
 
 ## record-bundled: re-record every bundled cassette with the scripted provider (byte-identical when nothing changed)
 record-bundled: $(STAMP)

@@ -38,8 +38,16 @@ def ci_gate_action(report_dirs: list[Path], skipped: list[tuple[str, str]]) -> A
     return exit_with(code)
 
 
+def inputs_digest(inputs: dict[str, Any]) -> str:
+    """sha256 of a run's canonical inputs: the value doit's database keeps for the run task."""
+    from lab.canonical import canonical_hash
+
+    return canonical_hash(inputs)
+
+
 class RecordCurrent:
-    """doit uptodate check: the record exists and was made from these inputs."""
+    """doit uptodate check: the record exists, was made from these inputs, and
+    doit's database remembers making it (so ``doit forget`` makes it out of date)."""
 
     def __init__(self, target: Path, inputs: dict[str, Any]) -> None:
         self.target = target
@@ -48,6 +56,8 @@ class RecordCurrent:
     def __call__(self, task: Any, values: dict[str, Any]) -> bool:
         import json
 
+        if values.get("inputs") != inputs_digest(self.inputs):
+            return False
         try:
             record = json.loads(self.target.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -83,7 +93,7 @@ def records_digest(records: list[Path], header: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> None:
+def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> dict[str, Any] | None:
     from lab.execute.progress import display
     from lab.execute.run import execute_run
     from lab.files import write_json
@@ -92,7 +102,7 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Non
     ident = {"taskId": spec.task_id, "repetition": spec.repetition, "seed": spec.seed}
     if ctx.voided or ctx.cancel.is_set():
         ctx.events.emit("run_not_run", **ident, reason="voided" if ctx.voided else "cancelled")
-        return
+        return None
     ctx.events.emit("run_started", **ident)
     try:
         with ctx.running():
@@ -103,9 +113,10 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Non
         raise
     if ctx.cancel.is_set():
         ctx.events.emit("run_cancelled", **ident)
-        return  # no record: the next identical command runs it again
+        return None  # no record: the next identical command runs it again
     record["inputs"] = inputs
     write_json(target, record)
+    saved = {"inputs": inputs_digest(inputs)}
     ctx.events.emit("run_finished", **ident, status=record["status"])
     if ctx.note_result(record):
         ctx.events.emit("eval_voided", reason="three infrastructure errors in a row")
@@ -115,13 +126,14 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Non
             print(f"warning: {warning}", file=sys.stderr, flush=True)
     if ctx.config.data["json"]:
         print(run_json_line(record), flush=True)
-        return
+        return saved
     line = f"  {record['status']:<15} {spec.task_id} r{spec.repetition}  ({record['wallMs'] / 1000:.2f} s)"
     if record.get("error"):
         line += f"  {record['error'].get('kind')}: {record['error'].get('message')}"
     if record.get("workspace"):
         line += f"  workspace kept at {record['workspace']}"
     display().run_finished(line, record["status"])
+    return saved
 
 
 def report_header(prep: Any) -> dict[str, Any]:
@@ -137,7 +149,22 @@ def report_header(prep: Any) -> dict[str, Any]:
             "variant": ctx.config.variant, "provider": provider["name"], "model": provider["model"],
             "mode": ctx.config.mode, "k": prep.k, "seed": ctx.config.seed,
             "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
-            "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs})}
+            "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs}),
+            "execution": {"jobs": int(ctx.config.data["jobs"]), "machine": machine_id()}}
+
+
+def machine_id() -> str:
+    """A short fingerprint of this machine (host name, architecture, CPU count), not the name itself.
+
+    Wall times measured on different machines, or with a different ``jobs``,
+    are not comparable (``lab.compare.deltas``).
+    """
+    import hashlib
+    import os
+    import platform
+
+    text = f"{platform.node()}|{platform.machine()}|{os.cpu_count()}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict[str, Any]) -> Any:
