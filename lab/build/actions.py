@@ -200,8 +200,8 @@ def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
         except OSError as exc:
             print(f"out: cannot write the report to {out}: {exc.strerror or exc}", file=sys.stderr)
             return TaskFailed("out not writable", report=False)
-    prep.ctx.events.emit("eval_finished", exitCode=code, upToDate=display().skipped,
-                         executed=display().done)
+    up_to_date = display().skipped_by.get(prep.run_id, 0)
+    prep.ctx.events.emit("eval_finished", exitCode=code, upToDate=up_to_date, executed=display().done)
     if prep.ctx.config.data["json"]:
         import json
 
@@ -210,8 +210,8 @@ def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
     else:
         if gate:
             display().stop()  # the last words of the eval: below the bar, which goes away
-        if display().skipped:
-            text = f"{display().skipped} run(s) up to date, not executed again\n{text}"
+        if up_to_date:
+            text = f"{up_to_date} run(s) up to date, not executed again\n{text}"
         display().print(text)
     OUTCOME.update(code=code, report_dir=str(report_dir))
     if not gate:

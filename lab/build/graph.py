@@ -294,7 +294,7 @@ def run_task(prep: Prepared, spec: Any, *, always: bool = False) -> dict[str, An
     return {"name": _run_name(prep, spec), "actions": [(run_action, [prep.ctx, spec, target, inputs])],
             "targets": [str(target)], "clean": True,
             "uptodate": [False] if force else [RecordCurrent(target, inputs)],
-            "meta": {"lab": "run", "events": prep.ctx.events,
+            "meta": {"lab": "run", "events": prep.ctx.events, "group": prep.run_id,
                      "ident": {"taskId": spec.task_id, "repetition": spec.repetition, "seed": spec.seed}},
             "verbosity": 2}
 
