@@ -38,16 +38,14 @@ def ci_gate_action(report_dirs: list[Path], skipped: list[tuple[str, str]]) -> A
     return exit_with(code)
 
 
-def inputs_digest(inputs: dict[str, Any]) -> str:
-    """sha256 of a run's canonical inputs: the value doit's database keeps for the run task."""
-    from lab.canonical import canonical_hash
-
-    return canonical_hash(inputs)
+def forgotten_marker(target: Path) -> Path:
+    """The marker ``doit forget`` leaves beside a run record: the record is kept but out of date."""
+    return target.with_name(target.name + ".forgotten")
 
 
 class RecordCurrent:
-    """doit uptodate check: the record exists, was made from these inputs, and
-    doit's database remembers making it (so ``doit forget`` makes it out of date)."""
+    """doit uptodate check: the record exists, was made from these inputs, and was
+    not forgotten (``doit forget eval …`` marks records; see lab.build.graph)."""
 
     def __init__(self, target: Path, inputs: dict[str, Any]) -> None:
         self.target = target
@@ -56,7 +54,7 @@ class RecordCurrent:
     def __call__(self, task: Any, values: dict[str, Any]) -> bool:
         import json
 
-        if values.get("inputs") != inputs_digest(self.inputs):
+        if forgotten_marker(self.target).exists():
             return False
         try:
             record = json.loads(self.target.read_text(encoding="utf-8"))
@@ -93,7 +91,7 @@ def records_digest(records: list[Path], header: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> dict[str, Any] | None:
+def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> None:
     from lab.execute.progress import display
     from lab.execute.run import execute_run
     from lab.files import write_json
@@ -116,7 +114,7 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> dic
         return None  # no record: the next identical command runs it again
     record["inputs"] = inputs
     write_json(target, record)
-    saved = {"inputs": inputs_digest(inputs)}
+    forgotten_marker(target).unlink(missing_ok=True)
     ctx.events.emit("run_finished", **ident, status=record["status"])
     if ctx.note_result(record):
         ctx.events.emit("eval_voided", reason="three infrastructure errors in a row")
@@ -126,14 +124,13 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> dic
             print(f"warning: {warning}", file=sys.stderr, flush=True)
     if ctx.config.data["json"]:
         print(run_json_line(record), flush=True)
-        return saved
+        return None
     line = f"  {record['status']:<15} {spec.task_id} r{spec.repetition}  ({record['wallMs'] / 1000:.2f} s)"
     if record.get("error"):
         line += f"  {record['error'].get('kind')}: {record['error'].get('message')}"
     if record.get("workspace"):
         line += f"  workspace kept at {record['workspace']}"
     display().run_finished(line, record["status"])
-    return saved
 
 
 def report_header(prep: Any) -> dict[str, Any]:

@@ -237,6 +237,8 @@ def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> It
     """
     if building():
         start_eval(prep)
+    elif _argv_words()[:1] == ["forget"]:
+        forget_records(prep, _argv_words()[1:])
     yield from (run_task(prep, spec, always=always) for spec in prep.specs)
     yield report_task(prep)
     yield {"name": f"{prep.run_id}.summary", "actions": [(summary_action, [prep, prep.report_dir, gate])],
@@ -329,6 +331,21 @@ def report_task(prep: Prepared) -> dict[str, Any]:
             "targets": [str(prep.report_dir / "report.json")],
             "clean": [(_remove_tree, [prep.report_dir])],
             "uptodate": [RecordsUnchanged(records, header)], "verbosity": 2}
+
+
+def forget_records(prep: Prepared, names: list[str]) -> None:
+    """``doit forget eval …``: mark the selected run records out of date, keeping them.
+
+    doit's own forget clears its database only, and a run record is current
+    by its saved inputs (so an interrupted eval resumes even when doit could not save its database);
+    a marker beside each record makes it run again on the next eval.
+    """
+    from lab.build.actions import forgotten_marker
+
+    for spec in prep.specs:
+        target = prep.record_path(spec)
+        if target.exists() and (prep.basename in names or f"{prep.basename}:{_run_name(prep, spec)}" in names):
+            forgotten_marker(target).touch()
 
 
 def _remove_tree(path: Path) -> None:
