@@ -10,6 +10,7 @@
     lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]   compare two reports; exit 3 if incompatible
     lab admit BASE CAND [REPEAT_BASE REPEAT_CAND] [max_token_increase=0.2]   admission rule; exit 0 = admit
     lab export RUN_ID out=FILE [force=true]   one scrubbed, secret-checked JSON bundle of a run
+    lab tools                         the built-in tools: names, arguments, result formats (= docs/tools.md)
     lab --version                     the lab's version; `python -m lab …` is the same as `lab …`
 
 `lab COMMAND --help` describes one command; `lab run --help` lists the config
@@ -42,6 +43,7 @@ COMMANDS = {
     "compare": "lab.cli.compare:compare",
     "admit": "lab.cli.admit:admit",
     "export": "lab.cli.export:export",
+    "tools": "lab.cli.listing:list_tools",
 }
 
 USAGE = __doc__ or ""

@@ -55,3 +55,14 @@ def _row(source: str, suite_dir: Path, cassettes: Path) -> tuple[object, ...]:
     recorded = sum(1 for t in suite.tasks if (cassettes / suite.id / f"{t.id}.jsonl").exists())
     return (suite.id, suite.version, suite.digest[:12], len(suite.tasks),
             f"{recorded}/{len(suite.tasks)}" if recorded else "none", source)
+
+
+def list_tools(args: list[str]) -> int:
+    """Print the built-in tools (names, arguments, result formats) as Markdown; the text of docs/tools.md."""
+    from lab.agents.builtin.tool_docs import tools_markdown
+
+    if args:
+        print(f"lab tools: takes no arguments, got {' '.join(args)!r}", file=sys.stderr)
+        return 1
+    print(tools_markdown(), end="")
+    return 0
