@@ -140,7 +140,7 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     from lab.execute.events import EventLog, stderr_if
     from lab.execute.plan import check_grants, plan_runs, run_id, select_tasks
     from lab.execute.run import EvalContext
-    from lab.suites.source import resolve_suite
+    from lab.suites.source import cassette_root, resolve_suite
 
     if mode is not None:
         overrides = [*overrides, f"mode={mode}"]
@@ -151,7 +151,7 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     suite = resolve_suite(config)
     tasks = select_tasks(suite, list(config.data["tasks"]))
     check_grants(tasks, config, suite.id)
-    cassettes = paths.from_root(config.data["cassette_dir"] or paths.CASSETTES_DIR)
+    cassettes = cassette_root(suite.path, config.data["cassette_dir"])
     if config.mode == "replay" and not any((cassettes / suite.id).glob("*.jsonl")):
         raise ConfigError(f"replay: no cassettes for suite {suite.id} in {cassettes / suite.id} "
                           f"(record them with `doit record suite={suite.id}`, or set cassette_dir=)")

@@ -20,7 +20,7 @@ def list_suites(overrides: list[str]) -> int:
     from lab import paths
     from lab.config.compose import compose_config
     from lab.errors import ConfigError
-    from lab.suites.source import listed_suite_dirs
+    from lab.suites.source import cassette_root, listed_suite_dirs
 
     bad = [o for o in overrides if "=" not in o or o.startswith("-")]
     if bad:
@@ -32,12 +32,12 @@ def list_suites(overrides: list[str]) -> int:
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    cassettes = paths.from_root(config.data["cassette_dir"] or paths.CASSETTES_DIR)
     if not any(source == "bundled" for source, _ in found):
         print(f"no bundled suites: {paths.SUITES_DIR} holds no <suite>/suite.json")
     if not found:
         return 0
-    rows = [_row(source, suite_dir, cassettes) for source, suite_dir in found]
+    rows = [_row(source, suite_dir, cassette_root(suite_dir, config.data["cassette_dir"]))
+            for source, suite_dir in found]
     print(tabulate(rows, headers=["suite", "version", "digest", "tasks", "cassettes", "source"],
                    tablefmt="simple"))
     return 0
