@@ -162,7 +162,7 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     subset = [t.id for t in tasks] if len(tasks) < len(suite.tasks) else None
     rid = run_id(suite.id, config.config_hash(), k, config.seed, subset)
     events = EventLog({"suiteId": suite.id, "configHash": config.config_hash(), "runId": rid},
-                      path=store / "events.jsonl", stream=stderr_if(config.data["progress"]))
+                      path=store / "history.jsonl", stream=stderr_if(config.data["progress"]))
     ctx = EvalContext(config=config, suite=suite, cassette_dir=cassettes, work_dir=store / "work",
                       events=events)
     return Prepared(ctx=ctx, specs=plan_runs([t.id for t in tasks], k, config.seed), store=store,

@@ -10,7 +10,8 @@ Events: ``eval_started`` (planned runs), ``run_started``, ``run_finished``
 (status), ``run_skipped`` (record up to date), ``run_cancelled``,
 ``eval_voided`` (three infrastructure errors in a row), ``report_written``.
 With ``progress=true`` they stream to stderr as they happen; every command
-appends them to ``<run store>/events.jsonl``.
+appends them to ``<run store>/history.jsonl`` (every command on that
+configuration, ever; a report's own ``events.jsonl`` holds only its runs).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Pa
     assert not list(tmp_path.glob("*/*/reports/*"))
     kept = records(tmp_path)
     assert 3 <= len(kept) < 35
-    events = [json.loads(x) for x in (next(tmp_path.glob("*/*/events.jsonl"))).read_text().splitlines()]
+    events = [json.loads(x) for x in (next(tmp_path.glob("*/*/history.jsonl"))).read_text().splitlines()]
     assert any(e["event"] == "run_cancelled" for e in events)
     again = run_cmd(["doit", "eval", "suite=smoke-coding", "provider=scripted", "k=5"], tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
@@ -63,7 +63,7 @@ def test_three_infrastructure_errors_in_a_row_void_the_eval(tmp_path: Path) -> N
     assert report["header"]["runsRequested"] == 7
     assert report["summary"]["runs"] == 3
     assert report["summary"]["errors"] == 3
-    events = [json.loads(x) for x in next(tmp_path.glob("*/*/events.jsonl")).read_text().splitlines()]
+    events = [json.loads(x) for x in next(tmp_path.glob("*/*/history.jsonl")).read_text().splitlines()]
     assert sum(e["event"] == "run_not_run" for e in events) == 4
     assert any(e["event"] == "eval_voided" for e in events)
 
