@@ -5,6 +5,7 @@ came off the wire); ``lab.providers.wire.parse_exchange`` turns an exchange
 into a ``Completion``. Cassettes record and replay exchanges, so replay runs
 the same parsing code as a live call. A new provider is a module here
 implementing ``base.Provider``, registered by short name in ``registry``.
+``preflight`` checks a provider's key and endpoint before the first run.
 
 May import: lab.errors and the standard library (httpx, httpx-sse).
 """
