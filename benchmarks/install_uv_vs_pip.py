@@ -20,19 +20,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def pip_settings() -> dict[str, list[str]]:
-    """pip's configured find-links, extra indexes and constraints, to give uv the same sources."""
-    out = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True,
-                         check=False).stdout
-    found: dict[str, list[str]] = {"find-links": [], "extra-index-url": [], "constraint": []}
-    for line in out.splitlines():
-        key, _, value = line.partition("=")
-        name = key.split(".", 1)[-1]
-        if name in found:
-            found[name] += value.strip("'").split()
-    return found
+sys.path.insert(0, str(ROOT / "tools"))
+from uv_args import pip_sources  # noqa: E402  (the Makefile's own source list)
 
 
 def uv_binary(tmp: Path) -> str:
@@ -60,10 +49,7 @@ def main() -> None:
         cache = [] if warm else ["--no-cache-dir"]
         pip_s = timed([str(tmp / "pip-venv" / "bin" / "python"), "-m", "pip", "install", "--quiet", *cache,
                        "-e", ".[dev]"])
-        settings = pip_settings()
-        sources = [f"--find-links={v}" for v in settings["find-links"]]
-        sources += [f"--extra-index-url={v}" for v in settings["extra-index-url"]]
-        sources += [f"--constraint={v}" for v in settings["constraint"]]
+        sources = pip_sources(sys.executable)
         uv_s = timed([uv, "pip", "install", "--quiet", "--python", str(tmp / "uv-venv-target" / "bin" / "python"),
                       "--index-strategy", "unsafe-best-match", *([] if warm else ["--no-cache"]), *sources,
                       "-e", ".[dev]"])
