@@ -173,6 +173,6 @@ def _compare_action(prepared: list[tuple[str, Any]], root: Path) -> Any:
     print(f"runs: {display().done} executed now, {display().skipped} up to date from an identical earlier "
           f"variants command (the only runs a variants command reuses)")
     print(f"variants: {', '.join(f'{label} → {root / label}' for label, _ in prepared)}")
-    print(f"comparison: {root / 'comparison.md'}")
+    print(f"comparison: {root / 'comparison.md'}; picture: {root / 'comparison.html'}")
     OUTCOME.update(code=0, report_dir=str(root))
     return None
