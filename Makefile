@@ -45,7 +45,7 @@ typecheck: $(STAMP)
 ## lint: import-layer contracts (import-linter, see pyproject.toml) and ruff
 lint: $(STAMP)
 	$(BIN)/lint-imports
-	$(BIN)/ruff check lab tests dodo.py benchmarks
+	$(BIN)/ruff check lab tests dodo.py benchmarks tools
 
 ## ci: replay every bundled cassette; exit 2 on a divergence, 1 on a failed task
 ci: $(STAMP)
