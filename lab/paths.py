@@ -1,8 +1,11 @@
 """Where the lab finds its checkout files and keeps its data.
 
 The lab runs from a checkout (installed editable): ``conf/``, ``suites/`` and
-``cassettes/`` sit beside the ``lab`` package. ``LAB_DATA_DIR`` moves the run
-store (default ``./runs`` under the current directory).
+``cassettes/`` sit beside the ``lab`` package. Results land in one place
+whatever the working directory: the checkout's ``runs/``, or for an
+installation that is not a checkout the per-user data directory
+(``$XDG_DATA_HOME/reliability-lab``, default ``~/.local/share/reliability-lab``).
+``LAB_DATA_DIR`` overrides both.
 """
 
 from __future__ import annotations
@@ -19,9 +22,19 @@ SCHEMAS_DIR = Path(__file__).resolve().parent / "schemas"
 
 
 def data_dir(env: Mapping[str, str] | None = None) -> Path:
-    """The run store: ``$LAB_DATA_DIR`` or ``./runs``, made absolute."""
+    """The run store, an absolute path, independent of the working directory.
+
+    ``$LAB_DATA_DIR`` if set; else ``<checkout>/runs`` when the lab runs from a
+    checkout (``pyproject.toml`` beside the package); else the per-user data
+    directory ``$XDG_DATA_HOME/reliability-lab`` (``~/.local/share/…``).
+    """
     env = os.environ if env is None else env
-    return Path(env.get("LAB_DATA_DIR") or "runs").absolute()
+    if env.get("LAB_DATA_DIR"):
+        return Path(env["LAB_DATA_DIR"]).expanduser().absolute()
+    if (ROOT / "pyproject.toml").is_file():
+        return ROOT / "runs"
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base).expanduser().absolute() / "reliability-lab"
 
 
 def from_root(path: str | Path) -> Path:

@@ -34,7 +34,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPath
     for name in list(os.environ):
         if name.startswith("LAB_") and not (live and name == "LAB_RUN_LIVE"):
             monkeypatch.delenv(name, raising=False)
-        if name in SECRET_VARS and not live:
+        if (name in SECRET_VARS or name == "OPENAI_BASE_URL") and not live:
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path_factory.mktemp("runs")))
     yield

@@ -49,10 +49,14 @@ def failure_reason(report_dir: Path) -> str:
     if summary["divergences"]:
         return f"replay divergence: {summary['divergences']} run(s) diverged from the recording"
     return f"{summary['errors']} run(s) could not be judged (infrastructure errors)"
+def forgotten_marker(target: Path) -> Path:
+    """The marker ``doit forget`` leaves beside a run record: the record is kept but out of date."""
+    return target.with_name(target.name + ".forgotten")
 
 
 class RecordCurrent:
-    """doit uptodate check: the record exists and was made from these inputs."""
+    """doit uptodate check: the record exists, was made from these inputs, and was
+    not forgotten (``doit forget eval …`` marks records; see lab.build.graph)."""
 
     def __init__(self, target: Path, inputs: dict[str, Any]) -> None:
         self.target = target
@@ -61,6 +65,8 @@ class RecordCurrent:
     def __call__(self, task: Any, values: dict[str, Any]) -> bool:
         import json
 
+        if forgotten_marker(self.target).exists():
+            return False
         try:
             record = json.loads(self.target.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -106,7 +112,7 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Non
     ident = {"taskId": spec.task_id, "repetition": spec.repetition, "seed": spec.seed}
     if ctx.voided or ctx.cancel.is_set():
         ctx.events.emit("run_not_run", **ident, reason="voided" if ctx.voided else "cancelled")
-        return
+        return None
     ctx.events.emit("run_started", **ident)
     try:
         with ctx.running():
@@ -117,10 +123,11 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Non
         raise
     if ctx.cancel.is_set():
         ctx.events.emit("run_cancelled", **ident)
-        return  # no record: the next identical command runs it again
+        return None  # no record: the next identical command runs it again
     record["inputs"] = inputs
     write_json(target, record)
     notify_record(record)
+    forgotten_marker(target).unlink(missing_ok=True)
     ctx.events.emit("run_finished", **ident, status=record["status"])
     if ctx.note_result(record):
         ctx.events.emit("eval_voided", reason="three infrastructure errors in a row")
@@ -130,7 +137,7 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Non
             print(f"warning: {warning}", file=sys.stderr, flush=True)
     if ctx.config.data["json"]:
         print(run_json_line(record), flush=True)
-        return
+        return None
     line = f"  {record['status']:<15} {spec.task_id} r{spec.repetition}  ({record['wallMs'] / 1000:.2f} s)"
     if record.get("error"):
         line += f"  {record['error'].get('kind')}: {record['error'].get('message')}"
@@ -152,7 +159,22 @@ def report_header(prep: Any) -> dict[str, Any]:
             "variant": ctx.config.variant, "provider": provider["name"], "model": provider["model"],
             "mode": ctx.config.mode, "k": prep.k, "seed": ctx.config.seed,
             "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
-            "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs})}
+            "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs}),
+            "execution": {"jobs": int(ctx.config.data["jobs"]), "machine": machine_id()}}
+
+
+def machine_id() -> str:
+    """A short fingerprint of this machine (host name, architecture, CPU count), not the name itself.
+
+    Wall times measured on different machines, or with a different ``jobs``,
+    are not comparable (``lab.compare.deltas``).
+    """
+    import hashlib
+    import os
+    import platform
+
+    text = f"{platform.node()}|{platform.machine()}|{os.cpu_count()}"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict[str, Any]) -> Any:
@@ -190,8 +212,8 @@ def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
             print(message, file=sys.stderr)
             prep.ctx.events.emit("run_error", reason=message, exitCode=1)
             return TaskFailed("out not writable", report=False)
-    prep.ctx.events.emit("eval_finished", exitCode=code, upToDate=display().skipped,
-                         executed=display().done)
+    up_to_date = display().skipped_by.get(prep.run_id, 0)
+    prep.ctx.events.emit("eval_finished", exitCode=code, upToDate=up_to_date, executed=display().done)
     if code:
         prep.ctx.events.emit("run_error", reason=failure_reason(report_dir), exitCode=code)
     if prep.ctx.config.data["json"]:
@@ -202,8 +224,8 @@ def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
     else:
         if gate:
             display().stop()  # the last words of the eval: below the bar, which goes away
-        if display().skipped:
-            text = f"{display().skipped} run(s) up to date, not executed again\n{text}"
+        if up_to_date:
+            text = f"{up_to_date} run(s) up to date, not executed again\n{text}"
         display().print(text)
     OUTCOME.update(code=code, report_dir=str(report_dir))
     if not gate:

@@ -59,8 +59,11 @@ def _compare_tasks(spec: tuple[Path, Path, Path, float, str]) -> Iterator[dict[s
     base, cand, out_dir, tolerance, name = spec
     yield {"name": name, "actions": [(_compare_action, [base, cand, out_dir, tolerance])],
            "file_dep": [str(base), str(cand)],
-           "targets": [str(out_dir / "comparison.json"), str(out_dir / "comparison.md")],
+           "targets": [str(out_dir / "comparison.json"), str(out_dir / "comparison.md"),
+                       str(out_dir / "comparison.html")],
            "uptodate": [config_changed({"tolerance": tolerance, "schemaVersion": COMPARISON_SCHEMA_VERSION})],
+           "meta": {"uptodate_note": f"comparison up to date: {out_dir / 'comparison.md'} "
+                                     f"(and comparison.html; the reports have not changed)"},
            "verbosity": 2}
 
 
@@ -92,7 +95,8 @@ def _compare_action(base: Path, cand: Path, out_dir: Path, tolerance: float) -> 
     except (LabError, OSError) as exc:
         print(f"doit compare: {exc}", file=sys.stderr)
         return TaskFailed(str(exc), report=False)
-    print(f"comparison: {md_path} (verdict: {doc['aggregate']['verdict']})", flush=True)
+    print(f"comparison: {md_path} (verdict: {doc['aggregate']['verdict']}); "
+          f"picture: {md_path.with_suffix('.html')}", flush=True)
     return None
 
 

@@ -28,6 +28,11 @@ from lab.errors import ConfigError, LabError
 DOIT_COMMANDS = frozenset({"auto", "clean", "dumpdb", "forget", "help", "ignore", "info", "list",
                            "reset-dep", "run", "strace", "tabcompletion"})
 
+DOIT_VALUE_OPTIONS = frozenset({"-f", "--file", "-d", "--dir", "--db-file", "--backend", "--check_file_uptodate",
+                                "-n", "--process", "-P", "--parallel-type", "-r", "--reporter", "-o",
+                                "--output-file", "-v", "--verbosity", "--seek-file"})
+"""doit options followed by a separate value word."""
+
 T = TypeVar("T")
 
 # Set by the ``lab`` CLI before it drives doit; None under the ``doit`` executable.
@@ -68,11 +73,34 @@ def cmdline_overrides() -> list[str]:
     return [f"{key}={value}" for key, value in _cmdline_variables().items()]
 
 
+def _argv_words() -> list[str]:
+    """doit's positional words (command, task names), without options and their values."""
+    words: list[str] = []
+    args = sys.argv[1:]
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in DOIT_VALUE_OPTIONS:
+            skip = True
+        elif not arg.startswith("-") and "=" not in arg:
+            words.append(arg)
+    return words
+
+
+def building() -> bool:
+    """Whether this command executes tasks (not ``doit clean``/``forget``/``list``/…, which only read the graph)."""
+    if REQUESTED is not None:
+        return True
+    words = _argv_words()
+    return not words or words[0] not in DOIT_COMMANDS - {"run"}
+
+
 def requested(basename: str) -> bool:
     """Whether this command asked for ``basename`` (creators stay cheap otherwise)."""
     if REQUESTED is not None:
         return basename in REQUESTED
-    words = [a for a in sys.argv[1:] if not a.startswith("-") and "=" not in a]
+    words = _argv_words()
     names = {w.split(":", 1)[0] for w in words if w not in DOIT_COMMANDS}
     if not words:
         return basename == "eval"  # doit's default task
@@ -98,8 +126,12 @@ class Prepared:
         return self.store / "runs" / str(spec.task_id) / f"{spec.name}.json"
 
 
-def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "eval") -> Prepared:
+def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "eval",
+            check_provider: bool = True) -> Prepared:
     """Compose the config once, load the suite, check grants and plan the runs.
+
+    With ``check_provider`` (and ``preflight=true``, not in replay), the
+    provider's key and endpoint are checked too (:func:`provider_preflight`).
 
     Raises:
         LabError: ConfigError or SuiteError naming the key, task and field.
@@ -108,7 +140,7 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     from lab.execute.events import EventLog, stderr_if
     from lab.execute.plan import check_grants, plan_runs, run_id, select_tasks
     from lab.execute.run import EvalContext
-    from lab.suites.source import resolve_suite
+    from lab.suites.source import cassette_root, resolve_suite
 
     if mode is not None:
         overrides = [*overrides, f"mode={mode}"]
@@ -119,20 +151,39 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     suite = resolve_suite(config)
     tasks = select_tasks(suite, list(config.data["tasks"]))
     check_grants(tasks, config, suite.id)
-    cassettes = paths.from_root(config.data["cassette_dir"] or paths.CASSETTES_DIR)
+    cassettes = cassette_root(suite.path, config.data["cassette_dir"])
     if config.mode == "replay" and not any((cassettes / suite.id).glob("*.jsonl")):
         raise ConfigError(f"replay: no cassettes for suite {suite.id} in {cassettes / suite.id} "
                           f"(record them with `doit record suite={suite.id}`, or set cassette_dir=)")
+    if check_provider:
+        provider_preflight(config)
     k = 1 if config.mode == "record" else config.k
     store = paths.data_dir() / suite.id / config.config_hash()[:12]
     subset = [t.id for t in tasks] if len(tasks) < len(suite.tasks) else None
     rid = run_id(suite.id, config.config_hash(), k, config.seed, subset)
     events = EventLog({"suiteId": suite.id, "configHash": config.config_hash(), "runId": rid},
-                      path=store / "events.jsonl", stream=stderr_if(config.data["progress"]))
+                      path=store / "history.jsonl", stream=stderr_if(config.data["progress"]))
     ctx = EvalContext(config=config, suite=suite, cassette_dir=cassettes, work_dir=store / "work",
                       events=events)
     return Prepared(ctx=ctx, specs=plan_runs([t.id for t in tasks], k, config.seed), store=store,
                     run_id=rid, k=k, basename=basename)
+
+
+def provider_preflight(config: Any) -> None:
+    """Check the provider can answer before the first run (lab.providers.preflight).
+
+    Skipped in replay, with ``preflight=false``, and for doit commands that
+    only read the graph (``clean``, ``forget``, ``list``).
+
+    Raises:
+        ConfigError: the API key is not set. ProviderError: the endpoint does not answer.
+    """
+    import os
+
+    from lab.providers.preflight import preflight
+
+    if config.mode != "replay" and config.data["preflight"] and building():
+        preflight(config.data["provider"], os.environ)
 
 
 def usage_error_tasks(basename: str, message: str, *, progress: bool = False) -> Iterator[dict[str, Any]]:
@@ -197,7 +248,10 @@ def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> It
 
     With ``gate=False`` the summary only prints (``ci`` gates all suites at the end).
     """
-    start_eval(prep)
+    if building():
+        start_eval(prep)
+    elif _argv_words()[:1] == ["forget"]:
+        forget_records(prep, _argv_words()[1:])
     yield from (run_task(prep, spec, always=always) for spec in prep.specs)
     yield report_task(prep)
     yield {"name": f"{prep.run_id}.summary", "actions": [(summary_action, [prep, prep.report_dir, gate])],
@@ -212,8 +266,28 @@ def start_eval(prep: Prepared) -> None:
     prep.store.mkdir(parents=True, exist_ok=True)
     _write_config(prep)
     ctx.events.emit("eval_started", runs=len(prep.specs), k=prep.k, mode=ctx.config.mode)
+    if not ctx.config.data["json"]:
+        from lab.execute.progress import display
+
+        display().print(eval_banner(prep))
     interrupt.install(ctx.cancel, ctx.idle, ctx.active_elsewhere,
                       lambda signum: ctx.events.emit("run_cancelled", signal=signal_name(signum)))
+
+
+def eval_banner(prep: Prepared) -> str:
+    """The first lines of an eval: what runs, against what, and where results land."""
+    from lab.report.build import REPLAY_NOTE, SCRIPTED_NOTE
+
+    ctx = prep.ctx
+    provider = ctx.config.data["provider"]
+    lines = [f"{prep.basename} {ctx.suite.id} {ctx.suite.version} · {ctx.config.mode} · "
+             f"{provider['name']}/{provider['model']} · k={prep.k} · {len(prep.specs)} run(s) · "
+             f"results in {paths.data_dir()}"]
+    if ctx.config.mode == "replay":
+        lines.append(REPLAY_NOTE)
+    elif provider["name"] == "scripted":
+        lines.append(SCRIPTED_NOTE)
+    return "\n".join(lines)
 
 
 def signal_name(signum: int) -> str:
@@ -233,8 +307,9 @@ def run_task(prep: Prepared, spec: Any, *, always: bool = False) -> dict[str, An
     force = always or prep.ctx.config.data["force"]
     inputs = run_inputs(prep, spec)
     return {"name": _run_name(prep, spec), "actions": [(run_action, [prep.ctx, spec, target, inputs])],
-            "targets": [str(target)], "uptodate": [False] if force else [RecordCurrent(target, inputs)],
-            "meta": {"lab": "run", "events": prep.ctx.events,
+            "targets": [str(target)], "clean": True,
+            "uptodate": [False] if force else [RecordCurrent(target, inputs)],
+            "meta": {"lab": "run", "events": prep.ctx.events, "group": prep.run_id,
                      "ident": {"taskId": spec.task_id, "repetition": spec.repetition, "seed": spec.seed}},
             "verbosity": 2}
 
@@ -267,7 +342,32 @@ def report_task(prep: Prepared) -> dict[str, Any]:
             "actions": [(report_action, [prep, records, prep.report_dir, header])],
             "task_dep": [f"{prep.basename}:{_run_name(prep, spec)}" for spec in prep.specs],
             "targets": [str(prep.report_dir / "report.json")],
+            "clean": [(_remove_tree, [prep.report_dir])],
             "uptodate": [RecordsUnchanged(records, header)], "verbosity": 2}
+
+
+def forget_records(prep: Prepared, names: list[str]) -> None:
+    """``doit forget eval …``: mark the selected run records out of date, keeping them.
+
+    doit's own forget clears its database only, and a run record is current
+    by its saved inputs (so an interrupted eval resumes even when doit could not save its database);
+    a marker beside each record makes it run again on the next eval.
+    """
+    from lab.build.actions import forgotten_marker
+
+    for spec in prep.specs:
+        target = prep.record_path(spec)
+        if target.exists() and (prep.basename in names or f"{prep.basename}:{_run_name(prep, spec)}" in names):
+            forgotten_marker(target).touch()
+
+
+def _remove_tree(path: Path) -> None:
+    """doit clean of a report: its whole directory (report.json, .md, .html, junit.xml, …)."""
+    import shutil
+
+    if path.is_dir():
+        print(f"{path} removed")
+        shutil.rmtree(path)
 
 
 def _run_name(prep: Prepared, spec: Any) -> str:

@@ -44,6 +44,36 @@ def combinations(overrides: list[str]) -> list[list[str]]:
     return [list(combo) for combo in itertools.product(*choices)]
 
 
+def hydra_overrides(overrides: list[str]) -> list[str]:
+    """``overrides`` as Hydra's sweeper must see them so each job composes as ``lab run`` would.
+
+    ``suite_dir=DIR suite=<id>`` is expanded the way :func:`lab.config.compose.compose_config`
+    expands it (``suite=external suite.id=<id>``); a sweep ``suite=a,b`` under
+    ``suite_dir`` becomes ``suite=external suite.id=a,b`` when every value is a
+    suite in DIR.
+
+    Raises:
+        ConfigError: a suite sweep that mixes suites in DIR with bundled ones.
+    """
+    from lab.config.overrides import expand_suite_dir, parse_override
+
+    parsed = [parse_override(o) for o in overrides]
+    sweep = next((p for p in parsed if p is not None and p.key_or_group == "suite" and p.package is None
+                  and p.is_sweep_override()), None)
+    if sweep is None:
+        return expand_suite_dir(overrides)
+    values = [str(v) for v in sweep.sweep_string_iterator()]
+    others = [o for o, p in zip(overrides, parsed) if p is not sweep]
+    expanded = [expand_suite_dir([*others, f"suite={v}"]) for v in values]
+    external = [f"suite.id='{v}'" in words for v, words in zip(values, expanded)]
+    if not any(external):
+        return list(overrides)
+    if not all(external):
+        raise ConfigError(f"multirun: suite={','.join(values)}: with suite_dir, sweep only suites found in "
+                          "suite_dir (or run the bundled ones in another sweep)")
+    return ["suite=external", f"suite.id={','.join(values)}", *others]
+
+
 def run_multirun(overrides: list[str]) -> int:
     """Launch the sweep through Hydra, then return the worst exit code of its jobs."""
     import hydra
@@ -54,6 +84,7 @@ def run_multirun(overrides: list[str]) -> int:
     from lab.paths import CONF_DIR
 
     try:
+        overrides = hydra_overrides(overrides)
         combos = combinations(overrides)
         report_dirs = [_report_dir(combo) for combo in combos]
     except LabError as exc:

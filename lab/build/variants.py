@@ -83,13 +83,14 @@ def prepare_variants(overrides: list[str]) -> tuple[list[tuple[str, Any]], Path]
         ConfigError: replay mode, different suites, or two variants with
             the same measured configuration (nothing would differ).
     """
-    from lab.build.graph import prepare
+    from lab.build.graph import prepare, provider_preflight
 
     common, variants = split_variants(overrides)
     out = next((o.split("=", 1)[1] for o in common if o.startswith("out=")), None)
     # out= is the root here, not each report; json= is the variants' own output (variant_json_lines)
     common = [o for o in common if not o.startswith(("out=", "json="))]
-    prepared = [(label, prepare([*common, *extra], basename="variants")) for label, extra in variants]
+    prepared = [(label, prepare([*common, *extra], basename="variants", check_provider=False))
+                for label, extra in variants]
     first = prepared[0][1]
     if first.ctx.config.mode == "replay":
         raise ConfigError("variants: replay mode is refused: a replay measures the harness alone, "
@@ -100,11 +101,30 @@ def prepare_variants(overrides: list[str]) -> tuple[list[tuple[str, Any]], Path]
             raise ConfigError(f"variants: {label} and {hashes[prep.ctx.config_hash]} have the same measured "
                               f"configuration (config {prep.ctx.config_hash[:12]}); nothing would differ")
         hashes[prep.ctx.config_hash] = label
+    for _, prep in prepared:
+        provider_preflight(prep.ctx.config)
     name = "_vs_".join(label for label, _ in prepared) + f".k{first.k}.s{first.ctx.config.seed}"
-    root = Path(out).absolute() if out not in (None, "", "null") else paths.data_dir() / first.ctx.suite.id / "variants" / name
+    home = paths.data_dir() / first.ctx.suite.id / "variants" / f"{name}.{command_key(overrides)}"
+    root = Path(out).absolute() if out not in (None, "", "null") else home
     for label, prep in prepared:
+        # Runs of a variants command are its own: an eval with other jobs, or another variants
+        # command, never lends its records (VA2: both sides executed here, interleaved).
+        prep.store = home / "store" / label
+        prep.ctx.work_dir = prep.store / "work"
         prep.ctx.events = prep.ctx.events.child({"variant": label}, path=root / "events.jsonl")
     return prepared, root
+
+
+OUTPUT_KEYS = ("out", "progress", "json", "force", "yes", "preflight")
+"""Overrides that change where or how results are shown, not which runs are made."""
+
+
+def command_key(overrides: list[str]) -> str:
+    """12 hex digits naming a variants command by its overrides (output-only keys left out, order ignored)."""
+    from lab.canonical import canonical_hash
+
+    kept = sorted(o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in OUTPUT_KEYS)
+    return canonical_hash(kept)[:12]
 
 
 def interleaved(prepared: list[tuple[str, Any]]) -> Iterator[tuple[str, Any, Any]]:
@@ -197,7 +217,11 @@ def _compare_action(prepared: list[tuple[str, Any]], root: Path, as_json: bool =
             print(line, flush=True)
         return None
     print(render_comparison_markdown(doc), flush=True)
+    from lab.execute.progress import display
+
+    print(f"runs: {display().done} executed now, {display().skipped} up to date from an identical earlier "
+          f"variants command (the only runs a variants command reuses)")
     print(f"variants: {', '.join(f'{label} → {root / label}' for label, _ in prepared)}")
-    print(f"comparison: {root / 'comparison.md'}")
+    print(f"comparison: {root / 'comparison.md'}; picture: {root / 'comparison.html'}")
     OUTCOME.update(code=0, report_dir=str(root))
     return None

@@ -11,6 +11,12 @@
     lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]   compare two reports; exit 3 if incompatible
     lab admit BASE CAND [REPEAT_BASE REPEAT_CAND] [max_token_increase=0.2]   admission rule; exit 0 = admit
     lab export RUN_ID out=FILE [force=true] [redact=true]   one scrubbed, secret-checked JSON bundle of a run
+    lab tools                         the built-in tools: names, arguments, result formats (= docs/tools.md)
+    lab --version                     the lab's version; `python -m lab …` is the same as `lab …`
+
+`lab COMMAND --help` describes one command; `lab run --help` lists the config
+groups and keys, `lab run --cfg job …` prints the composed configuration and
+its hash without running anything (also --info, --shell-completion).
 
 Each subcommand is a module of this package; it may import anything below it
 (lab.build, lab.execute, …), nothing imports it.
@@ -38,9 +44,21 @@ COMMANDS = {
     "compare": "lab.cli.compare:compare",
     "admit": "lab.cli.admit:admit",
     "export": "lab.cli.export:export",
+    "tools": "lab.cli.listing:list_tools",
 }
 
 USAGE = __doc__ or ""
+HYDRA_COMMANDS = ("run", "record", "ci", "variants")
+"""Commands whose ``key=value`` words are Hydra overrides (they share --help, --cfg, --info)."""
+
+
+def command_help(command: str, handler: object) -> str:
+    """``lab COMMAND --help``: its usage line from the overview, then the handler's docstring."""
+    import inspect
+
+    usage = [line.strip() for line in USAGE.splitlines() if line.strip().startswith(f"lab {command} ")]
+    doc = inspect.getdoc(handler) or ""
+    return "\n".join([f"usage: {usage[0]}" if usage else f"usage: lab {command}", "", doc]).rstrip()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,12 +67,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args or args[0] in {"-h", "--help", "help"}:
         print(USAGE.strip())
         return 0 if args else 1
+    if args[0] in {"--version", "-V"}:
+        from importlib.metadata import version
+
+        print(f"lab (reliability-lab) {version('reliability-lab')}")
+        return 0
     command, rest = args[0], args[1:]
     if command not in COMMANDS:
         print(f"lab: unknown command {command!r}; try `lab --help`", file=sys.stderr)
         return 1
     module_name, function_name = COMMANDS[command].split(":")
+    if command in HYDRA_COMMANDS:
+        from lab.cli import config_flags
+
+        if "-h" in rest or "--help" in rest:
+            print(config_flags.help_text(command))
+            return 0
+        if config_flags.handles(rest):
+            return config_flags.config_flags(command, rest)
     handler = getattr(importlib.import_module(module_name), function_name)
+    if "-h" in rest or "--help" in rest:
+        print(command_help(command, handler))
+        return 0
     try:
         return int(handler(rest))
     except KeyboardInterrupt:

@@ -44,7 +44,8 @@ def _compare(args: list[str]) -> int:
     if options.get("out"):
         _, md_path = write_comparison(Path(options["out"]).absolute(), doc)
         if not as_json:
-            print(f"comparison: {md_path} (verdict: {doc['aggregate']['verdict']})")
+            print(f"comparison: {md_path} (verdict: {doc['aggregate']['verdict']}); "
+                  f"picture: {md_path.with_suffix('.html')}")
     elif not as_json:
         print(render_comparison_markdown(doc), end="")
     return 0

@@ -20,7 +20,7 @@ def list_suites(overrides: list[str]) -> int:
     from lab import paths
     from lab.config.compose import compose_config
     from lab.errors import ConfigError
-    from lab.suites.source import listed_suite_dirs
+    from lab.suites.source import cassette_root, listed_suite_dirs
 
     bad = [o for o in overrides if "=" not in o or o.startswith("-")]
     if bad:
@@ -32,12 +32,12 @@ def list_suites(overrides: list[str]) -> int:
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    cassettes = paths.from_root(config.data["cassette_dir"] or paths.CASSETTES_DIR)
     if not any(source == "bundled" for source, _ in found):
         print(f"no bundled suites: {paths.SUITES_DIR} holds no <suite>/suite.json")
     if not found:
         return 0
-    rows = [_row(source, suite_dir, cassettes) for source, suite_dir in found]
+    rows = [_row(source, suite_dir, cassette_root(suite_dir, config.data["cassette_dir"]))
+            for source, suite_dir in found]
     print(tabulate(rows, headers=["suite", "version", "digest", "tasks", "cassettes", "source"],
                    tablefmt="simple"))
     return 0
@@ -55,3 +55,14 @@ def _row(source: str, suite_dir: Path, cassettes: Path) -> tuple[object, ...]:
     recorded = sum(1 for t in suite.tasks if (cassettes / suite.id / f"{t.id}.jsonl").exists())
     return (suite.id, suite.version, suite.digest[:12], len(suite.tasks),
             f"{recorded}/{len(suite.tasks)}" if recorded else "none", source)
+
+
+def list_tools(args: list[str]) -> int:
+    """Print the built-in tools (names, arguments, result formats) as Markdown; the text of docs/tools.md."""
+    from lab.agents.builtin.tool_docs import tools_markdown
+
+    if args:
+        print(f"lab tools: takes no arguments, got {' '.join(args)!r}", file=sys.stderr)
+        return 1
+    print(tools_markdown(), end="")
+    return 0

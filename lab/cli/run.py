@@ -14,7 +14,7 @@ def run(overrides: list[str]) -> int:
         from lab.build.multirun import run_multirun
 
         return run_multirun([o for o in overrides if o not in ("-m", "--multirun")])
-    return _doit("eval", overrides)
+    return _doit("eval", overrides, command="run")
 
 
 def record(overrides: list[str]) -> int:
@@ -22,13 +22,14 @@ def record(overrides: list[str]) -> int:
     return _doit("record", overrides)
 
 
-def _doit(basename: str, overrides: list[str]) -> int:
+def _doit(basename: str, overrides: list[str], *, command: str | None = None) -> int:
     """Run doit task ``basename`` with ``overrides``; print usage errors as one line."""
     from lab.build.commands import run_graph
 
     bad = [o for o in overrides if "=" not in o or o.startswith("-")]
     if bad:
-        print(f"lab {basename}: expected key=value overrides, got {' '.join(bad)!r}", file=sys.stderr)
+        print(f"lab {command or basename}: expected key=value overrides, got {' '.join(bad)!r} "
+              f"(see `lab {command or basename} --help`)", file=sys.stderr)
         return 1
     return run_graph(basename, overrides)
 

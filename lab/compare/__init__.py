@@ -2,7 +2,8 @@
 deltas, the admission rule, and gates over reports.
 
 ``verdicts`` (compare_reports, comparison.json), ``deltas`` (tokens, time,
-cost, cached-input deltas), ``markdown`` (comparison.md), ``admit`` (may a
+cost, cached-input deltas), ``markdown`` (comparison.md), ``html``
+(comparison.html), ``admit`` (may a
 change become a default?), ``gate`` (the CI verdict over one report, and over
 the replayed suites of ``lab ci``).
 

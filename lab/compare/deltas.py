@@ -13,7 +13,8 @@ Figures, each read from the report and absent when the report lacks it:
 Not comparable: different modes (every figure); different or unknown
 compaction settings (token-based figures: tokens, cached input, cost; the
 header ``compaction`` block, equal when absent from both); different rates
-(cost).
+(cost); runs made with a different ``jobs``, or on different machines (the
+header ``execution`` block, equal when absent from both), for wall time.
 """
 
 from __future__ import annotations
@@ -69,6 +70,18 @@ def _compaction_reason(hb: dict[str, Any], hc: dict[str, Any]) -> str | None:
     return f"different compaction settings (base {cb}, cand {cc})"
 
 
+def _execution_reason(hb: dict[str, Any], hc: dict[str, Any]) -> str | None:
+    """Why wall times of the two reports cannot be compared, or None."""
+    eb, ec = hb.get("execution"), hc.get("execution")
+    if eb == ec:
+        return None
+    if eb is None or ec is None:
+        return f"execution conditions unknown for {'base' if eb is None else 'cand'}"
+    if eb.get("jobs") != ec.get("jobs"):
+        return f"runs made with different jobs (base {eb.get('jobs')}, cand {ec.get('jobs')})"
+    return "runs made on different machines"
+
+
 def deltas(base: dict[str, Any], cand: dict[str, Any], *, same_mode: bool) -> dict[str, Any]:
     """The K3 deltas, by figure name (``DELTA_FIGURES`` order).
 
@@ -84,6 +97,7 @@ def deltas(base: dict[str, Any], cand: dict[str, Any], *, same_mode: bool) -> di
     """
     fb, fc = _figures(base), _figures(cand)
     compaction = _compaction_reason(base["header"], cand["header"])
+    execution = _execution_reason(base["header"], cand["header"])
     rates_b, rates_c = _rates(base), _rates(cand)
     out: dict[str, Any] = {}
     for name, unit, token_based in DELTA_FIGURES:
@@ -98,6 +112,8 @@ def deltas(base: dict[str, Any], cand: dict[str, Any], *, same_mode: bool) -> di
             reason = "different modes"
         elif token_based and compaction:
             reason = compaction
+        elif name == "wallMsPerSuccess" and execution:
+            reason = execution
         elif name == "costUsdPerSuccess" and rates_b != rates_c:
             reason = "different rates"
         entry["comparable"] = reason is None

@@ -359,10 +359,11 @@ def _fmt_interval(interval: list[float] | None) -> str:
 
 
 def write_comparison(out_dir: Path, doc: dict[str, Any]) -> tuple[Path, Path]:
-    """Write ``comparison.json`` and ``comparison.md`` of ``doc`` into ``out_dir`` (each atomically).
+    """Write ``comparison.json``, ``comparison.md`` and ``comparison.html`` of ``doc`` into ``out_dir``
+    (each atomically).
 
     Returns:
-        (json path, markdown path).
+        (json path, markdown path); the HTML page sits beside them.
 
     Raises:
         OSError: the directory cannot be created or written.
@@ -372,6 +373,9 @@ def write_comparison(out_dir: Path, doc: dict[str, Any]) -> tuple[Path, Path]:
     json_path, md_path = out_dir / "comparison.json", out_dir / "comparison.md"
     write_atomic(json_path, dumps_json(doc).encode("utf-8"))
     write_atomic(md_path, render_comparison_markdown(doc).encode("utf-8"))
+    from lab.compare.html import render_comparison_html
+
+    write_atomic(out_dir / "comparison.html", render_comparison_html(doc).encode("utf-8"))
     return json_path, md_path
 
 

@@ -102,6 +102,7 @@ class LabConf:
     json: bool = False
     yes: bool = False
     force: bool = False
+    preflight: bool = True
     suite_dir: str | None = None
     cassette_dir: str | None = None
 

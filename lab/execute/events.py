@@ -15,8 +15,9 @@ setup error before any run (a bad key, a missing grant: exit 1), a report
 that cannot be copied to ``out=``, errored runs (exit 1) or a replay
 divergence (exit 2). A cancelled command ends with ``run_cancelled`` instead.
 With ``progress=true`` they stream to stderr as they happen; every command
-that got as far as planning appends them to ``<run store>/events.jsonl``
-(a failure before that has no run store: it is streamed only).
+appends them to ``<run store>/history.jsonl`` (every command on that
+configuration, ever; a report's own ``events.jsonl`` holds only its runs);
+a failure before planning has no run store and is streamed only.
 """
 
 from __future__ import annotations

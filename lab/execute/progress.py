@@ -27,6 +27,7 @@ class Display:
         self.tty = sys.stdout.isatty() if tty is None else tty
         self.total = 0
         self.done = self.passes = self.errors = self.skipped = 0
+        self.skipped_by: dict[str, int] = {}  # up-to-date runs per eval (run id), for per-suite counts
         self._lock = threading.Lock()
         self._bar: Any = None
         self._task: Any = None
@@ -48,9 +49,10 @@ class Display:
         self._task = self._bar.add_task("runs", total=total, tally="")
         self._bar.start()
 
-    def run_skipped(self) -> None:
+    def run_skipped(self, group: str = "") -> None:
         with self._lock:
             self.skipped += 1
+            self.skipped_by[group] = self.skipped_by.get(group, 0) + 1
             self._advance()
 
     def run_finished(self, line: str, status: str) -> None:
@@ -112,9 +114,12 @@ class LabReporter(ConsoleReporter):  # type: ignore[misc]
         pass  # the run action prints its own line when it finishes
 
     def skip_uptodate(self, task: Any) -> None:
+        uptodate_note = (getattr(task, "meta", None) or {}).get("uptodate_note")
+        if uptodate_note:
+            display().print(uptodate_note)
         if _is_run(task):
-            display().run_skipped()
             meta = task.meta or {}
+            display().run_skipped(str(meta.get("group", "")))
             if meta.get("events") is not None:
                 meta["events"].emit("run_skipped", **meta.get("ident", {}), reason="up to date")
 

@@ -169,7 +169,8 @@ def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
             record["divergence"] = {k: error.get(k) for k in ("callIndex", "field", "recorded", "actual")}
         return
     results = run_verifiers(list(task.verifiers), workspace=workspace, baseline=baseline,
-                            events=result.events, env=minimal_env(workspace), cancel=ctx.cancel)
+                            events=result.events, env=minimal_env(workspace), cancel=ctx.cancel,
+                            answer=result.final_message)
     record["verifiers"] = [r.to_json() for r in results]
     record["score"] = score(results)
     record["status"] = _status(result.stop_reason, [r.status for r in results])

@@ -68,6 +68,7 @@ class _Context:
     events: list[dict[str, Any]] | None
     env: Mapping[str, str]
     cancel: threading.Event | None
+    answer: str | None = None
 
 
 Outcome = tuple[VerifierStatus, str, dict[str, Any]]
@@ -284,6 +285,21 @@ def _check_tool_sequence(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
     return _RULES[rule](spec, _tool_calls(ctx.events))
 
 
+def _check_answer(kind: str) -> Callable[[Mapping[str, Any], _Context], Outcome]:
+    from lab.execute import answer_checks
+
+    check = answer_checks.check_answer_contains if kind == "contains" else answer_checks.check_answer_matches
+
+    def run(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
+        try:
+            status, detail, diagnostics = check(spec, ctx.answer)
+        except ValueError as exc:
+            raise _SpecInvalid(str(exc)) from None
+        return status, detail, diagnostics  # type: ignore[return-value]
+
+    return run
+
+
 _KINDS: dict[str, Callable[[Mapping[str, Any], _Context], Outcome]] = {
     "command": _check_command,
     "file-equals": _check_file_equals,
@@ -291,6 +307,8 @@ _KINDS: dict[str, Callable[[Mapping[str, Any], _Context], Outcome]] = {
     "file-absent": _check_file_absent,
     "tree-diff-within": _check_tree_diff,
     "tool-sequence": _check_tool_sequence,
+    "answer-contains": _check_answer("contains"),
+    "answer-matches": _check_answer("matches"),
 }
 KINDS = frozenset(_KINDS)
 """Every verifier kind this module knows."""
@@ -334,7 +352,7 @@ def _run_one(spec: Mapping[str, Any], index: int, ctx: _Context) -> VerifierResu
 
 def run_verifiers(specs: list[dict[str, Any]], *, workspace: Path, baseline: Snapshot,
                   events: list[dict[str, Any]] | None, env: Mapping[str, str],
-                  cancel: threading.Event | None = None) -> list[VerifierResult]:
+                  cancel: threading.Event | None = None, answer: str | None = None) -> list[VerifierResult]:
     """Run every verifier of a task against its workspace, in order.
 
     Args:
@@ -347,12 +365,14 @@ def run_verifiers(specs: list[dict[str, Any]], *, workspace: Path, baseline: Sna
         env: environment of command verifiers (see ``lab.sandbox.process.minimal_env``).
         cancel: when set, a running command is killed and every verifier not
             yet finished is ``error`` "cancelled".
+        answer: the agent's final message, for ``answer-contains`` /
+            ``answer-matches`` (``lab.execute.answer_checks``); None = no answer.
 
     Returns:
         One ``VerifierResult`` per spec, same order. Never raises for a bad
         spec, a missing file or a crashing check: that verifier is ``error``.
     """
-    ctx = _Context(Path(workspace), baseline, events, env, cancel)
+    ctx = _Context(Path(workspace), baseline, events, env, cancel, answer)
     return [_run_one(spec, index, ctx) for index, spec in enumerate(specs)]
 
 

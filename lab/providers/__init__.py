@@ -7,6 +7,7 @@ the same parsing code as a live call. A new provider is a module here
 implementing ``base.Provider``, registered by short name in ``registry``.
 ``usage`` reads token usage from every place providers put it and merges it
 over the chunks of a stream.
+``preflight`` checks a provider's key and endpoint before the first run.
 
 May import: lab.errors and the standard library (httpx, httpx-sse).
 """

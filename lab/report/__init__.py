@@ -42,7 +42,8 @@ def render_files(doc: dict[str, Any], records: list[dict[str, Any]],
         events: lifecycle events for ``events.jsonl`` in emission order;
             None derives one ``run_finished`` event per record.
     """
-    return {"report.json": dumps_json(doc), "report.md": render_markdown(doc), "runs.jsonl": runs_jsonl(records),
+    return {"report.json": dumps_json(doc), "report.md": render_markdown(doc, records),
+            "runs.jsonl": runs_jsonl(records),
             "events.jsonl": events_jsonl(events, records), "index.html": render_html(doc, records),
             "junit.xml": render_junit(doc, records)}
 
@@ -66,7 +67,7 @@ def write_report(report_dir: Path, doc: dict[str, Any], records: list[dict[str, 
         staging.chmod(0o755)  # mkdtemp makes it private; a report is meant to be read (CI artifacts)
         # Streamed, file by file: with 100k runs no page or JSONL file is ever one string.
         chunks: dict[str, Iterable[str]] = {
-            "report.json": [dumps_json(doc)], "report.md": [render_markdown(doc)],
+            "report.json": [dumps_json(doc)], "report.md": [render_markdown(doc, records)],
             "runs.jsonl": iter_runs_jsonl(records), "events.jsonl": iter_events_jsonl(events, records),
             "index.html": iter_html(doc, records), "junit.xml": [render_junit(doc, records)]}
         for name in REPORT_FILES:

@@ -50,6 +50,7 @@ JUDGED = ("pass", "fail", "budget_exceeded")
 LOW_POWER_RUNS = 5
 REPLAY_NOTE = ("Replay measures the harness alone, deterministically: "
                "a replay says nothing about model quality.")
+SCRIPTED_NOTE = "scripted provider: fixed answers; measures the harness, not a model"
 
 
 def sort_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -87,6 +88,8 @@ def build_report(header: dict[str, Any], records: list[dict[str, Any]], *,
     doc: dict[str, Any] = {"schemaVersion": REPORT_SCHEMA_VERSION, "header": dict(header)}
     if header.get("mode") == "replay":
         doc["header"]["note"] = REPLAY_NOTE
+    elif header.get("provider") == "scripted":
+        doc["header"]["note"] = SCRIPTED_NOTE
     doc["summary"] = _summary(records, tasks)
     doc["tasks"] = tasks
     if header.get("mode") == "replay":

@@ -30,6 +30,7 @@ def summarise(report_dir: Path) -> tuple[int, str]:
     rows = [(t["taskId"], f"{t['passes']}/{t['judged']}", t["errors"] or "", _flags(t)) for t in doc["tasks"]]
     lines.append(tabulate(rows, headers=["task", "passed", "errors", "notes"], tablefmt="simple"))
     lines.append(f"success rate {rate}; pass^k {_pct(s['passHatK'])}, pass@k {_pct(s['passAtK'])} of tasks")
+    lines.append(attempted_line(doc))
     lines += _warnings(doc)
     for err in doc["errors"]:
         lines.append(f"error: task {err['taskId']} run {err['repetition']}: {err['kind']}: {err['message']}")
@@ -38,6 +39,18 @@ def summarise(report_dir: Path) -> tuple[int, str]:
         lines.append(f"html: {report_dir / 'index.html'}")
     code = 2 if s["divergences"] else (1 if s["errors"] else 0)
     return code, "\n".join(lines)
+
+
+def attempted_line(doc: dict[str, Any]) -> str:
+    """How many planned runs have a record, and why the others were not attempted."""
+    rep = doc["repetition"]
+    requested, completed = int(rep["requested"]), int(rep["completed"])
+    missing = requested - completed
+    if missing <= 0:
+        return f"runs: {completed} of {requested} planned runs attempted"
+    why = ("the eval stopped after three infrastructure errors in a row" if doc["header"].get("voided")
+           else "the eval was stopped before them")
+    return f"runs: {completed} of {requested} planned runs attempted; {missing} not attempted ({why})"
 
 
 def _flags(task: dict[str, Any]) -> str:

@@ -61,8 +61,13 @@ def conditions(h: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def render_markdown(doc: dict[str, Any]) -> str:
-    """The Markdown report for a report document from ``build_report``."""
+def render_markdown(doc: dict[str, Any], records: list[dict[str, Any]] | None = None) -> str:
+    """The Markdown report for a report document from ``build_report``.
+
+    With the run ``records``, a "Failed runs" section says why each run that
+    was judged and did not pass failed: the failing verifiers and their detail,
+    or the budget that stopped it (as ``index.html`` and ``junit.xml`` do).
+    """
     h, s = doc["header"], doc["summary"]
     lines = [f"# {h['suiteId']} {h['suiteVersion']} — {h['mode']}", ""]
     if "note" in h:
@@ -78,7 +83,34 @@ def render_markdown(doc: dict[str, Any]) -> str:
         lines += ["## Errors (not judged)", ""]
         lines += _table([(e["taskId"], e["repetition"], e["kind"], e["message"]) for e in doc["errors"]],
                         ["task", "rep", "kind", "message"])
+    lines += failed_run_lines(records or [])
     return "\n".join(lines)
+
+
+DETAIL_CHARS = 200
+"""Longest verifier detail shown in report.md (the full text is in runs.jsonl and index.html)."""
+
+
+def failed_run_lines(records: list[dict[str, Any]]) -> list[str]:
+    """The "Failed runs" section: one row per failing verifier of each fail / budget_exceeded run."""
+    from lab.report.build import sort_records
+
+    rows = []
+    for run in sort_records(r for r in records if r["status"] in ("fail", "budget_exceeded")):
+        reasons = [(f"{v['id']} ({v.get('kind', '?')})", _one_line(v.get("detail")))
+                   for v in run.get("verifiers", []) if v["status"] != "pass"]
+        if run["status"] == "budget_exceeded":
+            reasons.insert(0, ("budget", _one_line(run.get("budgetExceeded") or "exceeded")))
+        for why, detail in reasons or [("—", "no verifier failed")]:
+            rows.append((run["taskId"], run["repetition"], run["status"], why, detail))
+    if not rows:
+        return []
+    return ["## Failed runs", ""] + _table(rows, ["task", "rep", "status", "failing check", "detail"])
+
+
+def _one_line(text: Any) -> str:
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= DETAIL_CHARS else flat[:DETAIL_CHARS - 1] + "…"
 
 
 def summary_rows(s: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -254,6 +254,12 @@ def _verifier_problems(verifier: dict[str, Any]) -> list[Problem]:
                                   else rel)
             if problem:
                 problems.append((sub, problem))
+    pattern = verifier.get("pattern")
+    if verifier.get("kind") == "answer-matches" and isinstance(pattern, str) and pattern:
+        try:
+            re.compile(pattern)
+        except (re.error, RecursionError, OverflowError, ValueError) as exc:
+            problems.append((["pattern"], f"invalid regular expression: {exc}"))
     if verifier.get("kind") == "tool-sequence":
         for key in ("first", "then", "tool"):
             value = verifier.get(key)

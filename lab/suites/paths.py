@@ -21,6 +21,10 @@ IGNORED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".git", ".DS_Store"})
 """Names skipped (at any depth) by the digest and the file checks."""
 
 
+SUITE_CASSETTES = "cassettes"
+"""The directory inside a suite outside the checkout that holds its cassettes."""
+
+
 def unsafe_path(rel: str) -> str | None:
     """Why ``rel`` is not a safe relative path, or None when it is (SPEC S3).
 
@@ -155,7 +159,9 @@ def suite_digest(suite_dir: Path) -> str:
 
     Covers suite.json, every fixture file and every other file in the suite
     directory (e.g. the scripted provider's ``scripts/``). Ignores
-    ``__pycache__``, ``.pytest_cache``, ``.git``, ``.DS_Store`` and ``*.pyc``.
+    ``__pycache__``, ``.pytest_cache``, ``.git``, ``.DS_Store``, ``*.pyc`` and
+    the top-level ``cassettes/`` (recordings of a suite outside the checkout
+    live there; recording must not change the suite's digest).
     Symlinks contribute their target text, not the file they point to.
     Each entry is ``<posix path> NUL sha256(bytes)``, in sorted path order.
 
@@ -163,7 +169,8 @@ def suite_digest(suite_dir: Path) -> str:
         SuiteError: a file cannot be read, or is not a regular file or link.
     """
     digest = hashlib.sha256()
-    entries = [p for p in _entries(suite_dir) if not p.name.endswith(".pyc")]
+    entries = [p for p in _entries(suite_dir)
+               if not p.name.endswith(".pyc") and p.relative_to(suite_dir).parts[0] != SUITE_CASSETTES]
     files = []
     for p in entries:
         try:

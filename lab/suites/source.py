@@ -59,6 +59,20 @@ def is_third_party(suite_dir: Path) -> bool:
     return not suite_dir.resolve().is_relative_to(paths.SUITES_DIR.resolve())
 
 
+def cassette_root(suite_dir: Path, cassette_dir: str | None) -> Path:
+    """Where the cassettes of the suite at ``suite_dir`` live (``<root>/<suite id>/<task>.jsonl``).
+
+    ``cassette_dir`` when given; the checkout's ``cassettes/`` for a bundled
+    suite; ``<suite dir>/cassettes/`` for a suite outside the checkout, so
+    recording it never writes into the lab's own ``cassettes/``.
+    """
+    from lab.suites.paths import SUITE_CASSETTES
+
+    if cassette_dir:
+        return paths.from_root(cassette_dir)
+    return suite_dir / SUITE_CASSETTES if is_third_party(suite_dir) else paths.CASSETTES_DIR
+
+
 def resolve_suite(config: Any, *, stdin: TextIO | None = None, stderr: TextIO | None = None,
             ask: Callable[[], str] | None = None) -> Suite:
     """Load the suite ``config`` selects and confirm it when it is third-party.

@@ -26,7 +26,8 @@ def records(data_dir: Path) -> dict[Path, int]:
 def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Path, signum: int) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
     env["LAB_DATA_DIR"] = str(tmp_path)
-    proc = subprocess.Popen([str(BIN / "doit"), "eval", "suite=smoke-coding", "k=5", "progress=true"],
+    proc = subprocess.Popen([str(BIN / "doit"), "eval", "suite=smoke-coding", "provider=scripted", "k=5",
+                             "progress=true"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     finished = 0
@@ -42,9 +43,9 @@ def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Pa
     assert not list(tmp_path.glob("*/*/reports/*"))
     kept = records(tmp_path)
     assert 3 <= len(kept) < 35
-    events = [json.loads(x) for x in (next(tmp_path.glob("*/*/events.jsonl"))).read_text().splitlines()]
+    events = [json.loads(x) for x in (next(tmp_path.glob("*/*/history.jsonl"))).read_text().splitlines()]
     assert any(e["event"] == "run_cancelled" for e in events)
-    again = run_cmd(["doit", "eval", "suite=smoke-coding", "k=5"], tmp_path)
+    again = run_cmd(["doit", "eval", "suite=smoke-coding", "provider=scripted", "k=5"], tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"{len(kept)} run(s) up to date" in again.stdout
     after = records(tmp_path)
@@ -55,14 +56,14 @@ def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Pa
 def test_three_infrastructure_errors_in_a_row_void_the_eval(tmp_path: Path) -> None:
     result = run_cmd(["doit", "eval", "suite=smoke-coding", "k=1", "provider=openai",
                       "provider.base_url=http://127.0.0.1:9/v1", "provider.max_retries=0",
-                      "provider.api_key_env=LAB_TEST_NO_SUCH_KEY"], tmp_path)
+                      "provider.api_key_env=LAB_TEST_NO_SUCH_KEY", "preflight=false"], tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     report = json.loads(next(tmp_path.glob("*/*/reports/*/report.json")).read_text())
     assert report["header"]["voided"] is True
     assert report["header"]["runsRequested"] == 7
     assert report["summary"]["runs"] == 3
     assert report["summary"]["errors"] == 3
-    events = [json.loads(x) for x in next(tmp_path.glob("*/*/events.jsonl")).read_text().splitlines()]
+    events = [json.loads(x) for x in next(tmp_path.glob("*/*/history.jsonl")).read_text().splitlines()]
     assert sum(e["event"] == "run_not_run" for e in events) == 4
     assert any(e["event"] == "eval_voided" for e in events)
 

@@ -16,8 +16,8 @@ from tests.helpers.schemas import assert_valid
 @pytest.mark.slow
 def test_variants_interleave_and_write_reports_and_comparison(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
-    result = run_cmd(["lab", "variants", "suite=core", "variant=baseline,no-compaction", "k=2",
-                      f"out={out}"], tmp_path / "runs")
+    result = run_cmd(["lab", "variants", "suite=core", "variant=baseline,no-compaction", "provider=scripted",
+                      "k=2", f"out={out}"], tmp_path / "runs")
     assert result.returncode == 0, result.stdout + result.stderr
     started = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     started = [(e["variant"], e["taskId"], e["repetition"]) for e in started if e["event"] == "run_started"]

@@ -116,7 +116,7 @@ CORPUS: list[tuple[str, Edit, str]] = [
     ("verifiers-non-empty", setf(t(1), verifiers=[]), f"{T2}.verifiers: [] should be non-empty"),
     ("verifier-kind", setf(v(0, 1), kind="llm-judge"),
      f"{T1}.verifiers[1].kind: 'llm-judge' is not one of ['command', 'file-equals', 'file-contains', "
-     "'file-absent', 'tree-diff-within', 'tool-sequence']"),
+     "'file-absent', 'tree-diff-within', 'tool-sequence', 'answer-contains', 'answer-matches']"),
     ("verifier-id-duplicate", setf(v(0, 1), id="cmd"), f"{T1}.verifiers[1].id: duplicate verifier id 'cmd' "
                                                        "(also verifiers[0])"),
     ("verifier-weight", setf(v(0, 1), weight=-1), f"{T1}.verifiers[1].weight: -1 is less than the minimum of 0"),

@@ -154,7 +154,7 @@ def test_yes_accepts_without_asking_but_still_warns(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_doit_without_a_terminal_refuses_then_yes_runs(tmp_path: Path) -> None:
     write_suite(tmp_path / "suites")
-    argv = ["doit", "eval", f"suite_dir={tmp_path / 'suites'}", "suite=ext", "k=1"]
+    argv = ["doit", "eval", f"suite_dir={tmp_path / 'suites'}", "suite=ext", "provider=scripted", "k=1"]
     refused = run_lab(argv, tmp_path / "runs")
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "suite ext: " in refused.stderr and "pass yes=true to run it" in refused.stderr
@@ -176,7 +176,7 @@ def test_lab_run_on_a_real_terminal_asks(tmp_path: Path, answer: str, code: int,
     main, secondary = os.openpty()
     try:
         os.write(main, f"{answer}\n".encode())  # typed ahead; the terminal buffers the line
-        result = run_lab(["lab", "run", f"suite_dir={tmp_path / 'suites'}", "suite=ext", "k=1"],
+        result = run_lab(["lab", "run", f"suite_dir={tmp_path / 'suites'}", "suite=ext", "provider=scripted", "k=1"],
                          tmp_path / "runs", stdin=secondary)
     finally:
         os.close(secondary)

@@ -1,0 +1,89 @@
+"""comparison.html: the picture beside comparison.md, checked in headless Chromium (screenshot and DOM)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from lab.compare.verdicts import compare_reports, write_comparison
+from lab.schemas import load_schema
+from tests.helpers.reports import make_report
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def chromium() -> str:
+    """The browser; outside CI a missing one skips, in CI (CI=true) it fails the test."""
+    if CHROMIUM is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is not installed; .ci/run installs it (apt-get install chromium)")
+        pytest.skip("chromium is not installed (apt-get install chromium); required under CI=true")
+    return CHROMIUM
+
+
+def browse(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    argv = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+            f"--user-data-dir={home / 'profile'}", *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "HOME": str(home)})
+
+
+class Page(HTMLParser):
+    """Elements by class and their data-* attributes, from the DOM Chromium serialised."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements: list[dict[str, Any]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append({"tag": tag, **{k: v or "" for k, v in attrs}})
+
+    def having(self, cls: str) -> list[dict[str, Any]]:
+        return [e for e in self.elements if cls in str(e.get("class", "")).split()]
+
+
+@pytest.fixture
+def comparison(tmp_path: Path) -> tuple[dict[str, Any], Path]:
+    base = make_report({"steady": "PPPPP", "fell": "PPPPP", "rose": "FFFFF"}, config="base")
+    cand = make_report({"steady": "PPPPP", "fell": "FFFFF", "rose": "PPPPP"}, config="cand", wall_ms=2000)
+    doc = compare_reports(base, cand)
+    write_comparison(tmp_path / "out", doc)
+    return doc, tmp_path / "out"
+
+
+def test_written_beside_the_json_and_markdown(comparison: tuple[dict[str, Any], Path]) -> None:
+    doc, out = comparison
+    jsonschema.validate(json.loads((out / "comparison.json").read_text()), load_schema("comparison"))
+    text = (out / "comparison.html").read_text()
+    assert "<script" not in text and "http://" not in text and "https://" not in text  # self-contained
+    assert f'data-verdict="{doc["aggregate"]["verdict"]}"' in text
+
+
+@pytest.mark.slow
+def test_chromium_renders_verdicts_and_both_intervals_per_task(comparison: tuple[dict[str, Any], Path],
+                                                               tmp_path: Path) -> None:
+    doc, out = comparison
+    url = (out / "comparison.html").as_uri()
+    shot = tmp_path / "shot.png"
+    result = browse(f"--screenshot={shot}", "--window-size=1000,900", url, home=tmp_path)
+    assert shot.is_file(), result.stderr
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+    dom = browse("--dump-dom", url, home=tmp_path)
+    page = Page()
+    page.feed(dom.stdout)
+    aggregate = [e for e in page.elements if e.get("id") == "aggregate-verdict"]
+    assert [e["data-verdict"] for e in aggregate] == [doc["aggregate"]["verdict"]] == ["regressed"]
+    rows = page.having("task")
+    assert {r["data-task"]: r["data-verdict"] for r in rows} == {t["taskId"]: t["verdict"] for t in doc["tasks"]}
+    intervals = page.having("interval")
+    assert sorted(e["data-side"] for e in intervals) == sorted(["base", "cand"] * 3)
+    deltas = page.having("delta")
+    assert any(d["data-comparable"] == "true" for d in deltas)
