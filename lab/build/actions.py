@@ -118,10 +118,19 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Non
         return
     line = f"  {record['status']:<15} {spec.task_id} r{spec.repetition}  ({record['wallMs'] / 1000:.2f} s)"
     if record.get("error"):
-        line += f"  {record['error'].get('kind')}: {record['error'].get('message')}"
+        from lab.report.closing import one_line
+
+        line += "  " + one_line(f"{record['error'].get('kind')}: {record['error'].get('message')}")
     if record.get("workspace"):
         line += f"  workspace kept at {record['workspace']}"
     display().run_finished(line, record["status"])
+
+
+def _runtime_note(changed: list[str]) -> str:
+    """One line: runtime settings differ from the recorded runs, which were reused anyway."""
+    settings = ", ".join(changed)
+    verb = "is a runtime setting" if len(changed) == 1 else "are runtime settings"
+    return f"up to date: {settings} {verb}, not part of a run's identity; force=true to run again"
 
 
 def report_header(prep: Any) -> dict[str, Any]:
@@ -135,9 +144,18 @@ def report_header(prep: Any) -> dict[str, Any]:
             "suiteDigest": ctx.suite.digest, "harnessVersion": HARNESS_VERSION,
             "harnessDigest": harness_digest(), "configHash": ctx.config_hash,
             "variant": ctx.config.variant, "provider": provider["name"], "model": provider["model"],
+            "endpoint": _endpoint_header(prep),
             "mode": ctx.config.mode, "k": prep.k, "seed": ctx.config.seed,
             "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
             "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs})}
+
+
+def _endpoint_header(prep: Any) -> dict[str, Any]:
+    """The endpoint identity a report states: provider kind, endpoint URL (or null) and store key."""
+    from lab.config.identity import endpoint_key
+
+    return {"provider": prep.endpoint.get("provider"), "url": prep.endpoint.get("endpoint"),
+            "key": endpoint_key(prep.endpoint)}
 
 
 def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict[str, Any]) -> Any:
@@ -185,6 +203,8 @@ def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
             display().stop()  # the last words of the eval: below the bar, which goes away
         if display().skipped:
             text = f"{display().skipped} run(s) up to date, not executed again\n{text}"
+            if prep.runtime_changed:
+                text = _runtime_note(prep.runtime_changed) + "\n" + text
         display().print(text)
     OUTCOME.update(code=code, report_dir=str(report_dir))
     if not gate:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -89,6 +89,8 @@ class Prepared:
     run_id: str
     k: int
     basename: str = "eval"
+    endpoint: dict[str, Any] = field(default_factory=dict)
+    runtime_changed: list[str] = field(default_factory=list)
 
     @property
     def report_dir(self) -> Path:
@@ -105,6 +107,7 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
         LabError: ConfigError or SuiteError naming the key, task and field.
     """
     from lab.config.compose import compose_config
+    from lab.config.identity import endpoint_identity, endpoint_key, store_key
     from lab.execute.events import EventLog, stderr_if
     from lab.execute.plan import check_grants, plan_runs, run_id, select_tasks
     from lab.execute.run import EvalContext
@@ -124,15 +127,17 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
         raise ConfigError(f"replay: no cassettes for suite {suite.id} in {cassettes / suite.id} "
                           f"(record them with `doit record suite={suite.id}`, or set cassette_dir=)")
     k = 1 if config.mode == "record" else config.k
-    store = paths.data_dir() / suite.id / config.config_hash()[:12]
+    endpoint = endpoint_identity(config.data["provider"], config.mode)
+    key = store_key(suite.version, config.config_hash(), endpoint_key(endpoint))
+    store = paths.data_dir() / suite.id / key
     subset = [t.id for t in tasks] if len(tasks) < len(suite.tasks) else None
-    rid = run_id(suite.id, config.config_hash(), k, config.seed, subset)
+    rid = run_id(suite.id, key, k, config.seed, subset)
     events = EventLog({"suiteId": suite.id, "configHash": config.config_hash(), "runId": rid},
                       path=store / "events.jsonl", stream=stderr_if(config.data["progress"]))
     ctx = EvalContext(config=config, suite=suite, cassette_dir=cassettes, work_dir=store / "work",
                       events=events)
     return Prepared(ctx=ctx, specs=plan_runs([t.id for t in tasks], k, config.seed), store=store,
-                    run_id=rid, k=k, basename=basename)
+                    run_id=rid, k=k, basename=basename, endpoint=endpoint)
 
 
 def usage_error_tasks(basename: str, message: str) -> Iterator[dict[str, Any]]:
@@ -228,7 +233,8 @@ def run_task(prep: Prepared, spec: Any, *, always: bool = False) -> dict[str, An
 
 def run_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
     """What a run's result depends on: config hash, harness and suite digests,
-    task, base seed, repetition, and in replay the cassette's sha256."""
+    suite version, endpoint identity, task, base seed, repetition, and in
+    replay the cassette's sha256."""
     import hashlib
 
     from lab.execute.plan import harness_digest
@@ -236,7 +242,8 @@ def run_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
     ctx = prep.ctx
     inputs: dict[str, Any] = {
         "configHash": ctx.config_hash, "harnessDigest": harness_digest(), "suiteDigest": ctx.suite.digest,
-        "taskId": spec.task_id, "baseSeed": spec.base_seed, "repetition": spec.repetition}
+        "taskId": spec.task_id, "baseSeed": spec.base_seed, "repetition": spec.repetition,
+        "suiteVersion": ctx.suite.version, "endpoint": prep.endpoint}
     if ctx.config.mode == "replay":
         from lab.replay.cassette import cassette_path
 
@@ -258,16 +265,27 @@ def report_task(prep: Prepared) -> dict[str, Any]:
 
 
 def _run_name(prep: Prepared, spec: Any) -> str:
-    return f"{prep.ctx.suite.id}.{prep.ctx.config_hash[:12]}.{spec.task_id}.{spec.name}"
+    return f"{prep.ctx.suite.id}.{prep.store.name}.{spec.task_id}.{spec.name}"
 
 
 def _write_config(prep: Prepared) -> None:
+    """Save the configuration beside the runs, noting runtime settings that changed since."""
+    import json
+
+    from lab.config.identity import runtime_differences
     from lab.files import dumps_json, write_atomic
 
     ctx = prep.ctx
     doc = {"schemaVersion": 1, "configHash": ctx.config_hash, "variant": ctx.config.variant,
-           "measured": ctx.config.measured_view(), "config": _public_config(ctx.config.data)}
+           "endpoint": prep.endpoint, "measured": ctx.config.measured_view(),
+           "config": _public_config(ctx.config.data)}
     path = prep.store / "config.json"
+    try:
+        before = json.loads(path.read_text(encoding="utf-8")).get("config") or {}
+    except (OSError, ValueError, AttributeError):
+        before = None
+    if isinstance(before, dict):
+        prep.runtime_changed = runtime_differences(before, doc["config"])
     data = dumps_json(doc).encode("utf-8")
     if not path.exists() or path.read_bytes() != data:
         write_atomic(path, data)

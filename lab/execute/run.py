@@ -133,7 +133,9 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
         record["finishedAt"] = _utc_now()
         if workspace is not None:
             _dispose(ctx, spec, workspace, record)
-    return record
+    from lab.execute.fieldcap import cap_fields
+
+    return dict(cap_fields(record))
 
 
 def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
@@ -152,6 +154,7 @@ def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
         compactions=result.compactions, events=result.events,
         usage=_usage_block(result), compactionUsage=_usage_json(result.compaction_usage),
         incidents=[e for e in result.events if e.get("type") == "incident"],
+        retries=sum(1 for e in result.events if e.get("type") == "retry"),
     )
     error = result.error
     if error is None and replayer is not None and replayer.unused:
@@ -327,7 +330,7 @@ def _record_base(ctx: EvalContext, spec: RunSpec, started_at: str) -> dict[str, 
         "status": "error", "claim": "none", "stopReason": None, "budgetExceeded": None,
         "finalMessage": None, "verifiers": [], "score": None, "usage": None,
         "compactionUsage": None, "turns": 0, "toolCalls": 0, "compactions": 0,
-        "events": [], "incidents": [], "error": None, "divergence": None,
+        "events": [], "incidents": [], "retries": 0, "error": None, "divergence": None,
         "startedAt": started_at, "finishedAt": None, "wallMs": None, "workspace": None,
         "warnings": [],
     }

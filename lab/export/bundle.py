@@ -5,7 +5,7 @@
 "markdown": <report.md>}`` after two passes over every string in it:
 
 1. **Placeholders** (E2). An absolute path becomes ``<run-dir>/…`` under the
-   run's store directory (``<data>/<suite>/<cfg12>``), ``<tmp>/…`` under the
+   run's store directory (``<data>/<suite>/<store key>``), ``<tmp>/…`` under the
    temp dir, ``<home>/…`` under the home directory (the longest matching
    base wins, so a run dir inside the home dir is ``<run-dir>``), and
    ``<path>`` otherwise. A ``provider`` value that is not a plain identifier

@@ -19,7 +19,14 @@ from typing import Any, Literal
 from lab.agents.builtin.budget import Budget, BudgetName, UsageTally
 from lab.agents.builtin.compaction import compact, needs_compaction
 from lab.agents.builtin.policy import Policy
-from lab.agents.builtin.result import AgentResult, EventLog, StopReason, claim_of, divergence_error
+from lab.agents.builtin.result import (
+    AgentResult,
+    EventLog,
+    StopReason,
+    claim_of,
+    divergence_error,
+    provider_error,
+)
 from lab.agents.builtin.tools import TOOLS, ToolContext, ToolResult, run_tool, tool_schemas
 from lab.errors import CassetteMiss, ProviderError, ProviderTimeout
 from lab.providers.base import Provider, ToolCall
@@ -118,11 +125,11 @@ class _Agent:
         except CassetteMiss as exc:
             stop = _Stop("error", error=divergence_error(exc))
         except ProviderError as exc:
+            self._log_retries(self.budget.turns + 1)
             if isinstance(exc, ProviderTimeout) and self.budget.exceeded() == "maxWallMs":
                 stop = self._over("maxWallMs")  # the call was cut off by the wall budget
             else:
-                stop = _Stop("error", error={"kind": "provider", "cause": exc.cause,
-                                             "message": str(exc), "retries": self._retries()})
+                stop = _Stop("error", error=provider_error(exc, self._retries()))
         usage = self.budget.usage
         return AgentResult(
             stop.reason, claim_of(stop.final) if stop.reason == "answered" else "none",
@@ -152,6 +159,7 @@ class _Agent:
         done = parse_exchange(self.provider.send(
             self._request(), purpose="main", timeout_s=self.budget.remaining_s()))
         first_unreported = self.budget.add_turn(done.usage)
+        self._log_retries(turn)
         self.log.model_call("main", turn, done, round((self.clock() - started) * 1000), self._retries())
         if first_unreported:
             self.log.incident("usage_unreported", f"turn {turn}: the provider reported no usage; "
@@ -163,6 +171,9 @@ class _Agent:
         self.messages.append(done.assistant_message())
         if not done.tool_calls:
             cut = done.finish_reason == "length"  # the output limit cut the answer
+            if not cut and not (done.content or "").strip():
+                self.log.incident("empty_response", f"turn {turn}: the model answered with no content "
+                                  f"and no tool call (finish reason {done.finish_reason!r})")
             return _Stop("truncated" if cut else "answered", done.content)
         for call in done.tool_calls:
             if (stop := self._check("tool_call")) is not None:
@@ -170,6 +181,13 @@ class _Agent:
             self.budget.add_tool_call()
             self._tool_call(turn, call)
         return None
+
+    def _log_retries(self, turn: int) -> None:
+        """One ``retry`` event per retry the provider made for the last call, with its reason."""
+        for retry in self._retries():
+            self.log.add("retry", turn=turn, attempt=retry.get("attempt"), cause=retry.get("cause"),
+                         status=retry.get("status"), reason=retry.get("reason"),
+                         delayMs=round(float(retry.get("delay_s") or 0) * 1000))
 
     def _retries(self) -> list[dict[str, Any]]:
         """Retries the provider made for the last call (429/5xx backoff), as it recorded them."""
@@ -230,6 +248,7 @@ class _Agent:
             return
         self.messages = done.messages
         self.compaction_usage.add(done.completion.usage)
+        self._log_retries(turn)
         self.log.model_call("compaction", turn, done.completion,
                             round((self.clock() - started) * 1000))
         self.log.incident("compaction", f"turn {turn}: {done.summarised} earlier messages "

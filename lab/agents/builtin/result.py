@@ -10,9 +10,13 @@ Event shapes (dicts, in order, each with a running ``seq``)::
      "outcome": "ok"|"error"|"denied", "error": str | None, "durationMs": int}
     {"seq", "type": "approval", "tool", "effect", "decision": "denied"|"granted"}
     {"seq", "type": "incident", "kind", "detail"}
+    {"seq", "type": "retry", "turn", "attempt", "cause", "status": int | None, "reason",
+     "delayMs"}                      # the provider retried a transient fault
 
 Incident kinds written by the harness: ``approval_denied``, ``usage_unreported``
-(once per run), ``compaction``, ``budget_exceeded``, ``tool_error``.
+(once per run), ``compaction``, ``budget_exceeded``, ``tool_error``,
+``empty_response`` (an answer with no content and no tool call; whether the
+run passes stays the verifiers' decision).
 Turns are numbered from 1; a compaction call carries the turn it precedes.
 """
 
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lab.agents.builtin.budget import BudgetName
-from lab.errors import CassetteMiss
+from lab.errors import CassetteMiss, ProviderError
 from lab.providers.base import Completion, Usage
 
 StopReason = Literal["answered", "budget_exceeded", "truncated", "cancelled", "error"]
@@ -106,6 +110,18 @@ def claim_of(text: str | None) -> Claim:
     if head.startswith("DONE"):
         return "success"
     return "gave_up" if head.startswith("GIVE UP") else "none"
+
+
+def provider_error(exc: ProviderError, retries: list[dict[str, Any]]) -> dict[str, Any]:
+    """``AgentResult.error`` for a provider failure: kind, cause, one-line message, the retries
+    made, and the server's HTTP ``status`` and error ``type``/``code``/``message`` when it sent them."""
+    error: dict[str, Any] = {"kind": "provider", "cause": exc.cause,
+                             "message": " ".join(str(exc).split()), "retries": retries}
+    if exc.status is not None:
+        error["status"] = exc.status
+    if exc.server is not None:
+        error["server"] = dict(exc.server)
+    return error
 
 
 def divergence_error(exc: CassetteMiss) -> dict[str, Any]:
