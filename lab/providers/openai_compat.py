@@ -220,7 +220,7 @@ class OpenAICompatProvider:
             try:
                 with deadline_guard(response, deadline - self._clock()) as fired, \
                         self._translated(remaining_s, fired):
-                    return self._read(response, deadline)
+                    return self._read(response, deadline, remaining_s)
             finally:
                 response.close()
 
@@ -255,11 +255,12 @@ class OpenAICompatProvider:
         except SSEError as exc:
             raise ProviderResponseInvalid(f"{self.url}: {exc}") from exc
 
-    def _read(self, response: httpx.Response, deadline: float) -> Exchange:
+    def _read(self, response: httpx.Response, deadline: float, budget_s: float) -> Exchange:
         """The answer, read under the size cap; an error status is checked on its (capped) body."""
         def check() -> None:
             if self._clock() > deadline:
-                raise ProviderTimeout(f"{self.url}: body still arriving at the call's deadline")
+                raise ProviderTimeout(f"{self.url}: no complete answer within {budget_s:.2f} s "
+                                      "(the body was still arriving)")
 
         body = capped(response, self.max_response_bytes, self._too_large, check)
         content_type = body.headers.get("content-type", "").partition(";")[0].strip().lower()

@@ -23,14 +23,14 @@ DONE_TEXT = Completion(content="DONE: nothing needed changing", finish_reason="s
                        usage=Usage(input_tokens=10, output_tokens=5))
 
 
-def write_suite(root: Path, version: str = "1.0.0") -> Path:
+def write_suite(root: Path, version: str = "1.0.0", max_wall_ms: int = 60000) -> Path:
     """A one-task suite ``idlab`` under ``root`` whose only verifier passes on the untouched fixture."""
     suite = root / "idlab"
     (suite / "fixtures" / "noop").mkdir(parents=True, exist_ok=True)
     (suite / "fixtures" / "noop" / "README.md").write_text("nothing to do\n", encoding="utf-8")
     doc = {"schemaVersion": 1, "suiteId": "idlab", "suiteVersion": version, "description": "identity tests",
            "tasks": [{"id": "noop", "prompt": "Change nothing and answer DONE.", "fixture": "fixtures/noop",
-                      "budget": {"maxTurns": 3, "maxWallMs": 60000}, "policy": {"mode": "auto", "allow": []},
+                      "budget": {"maxTurns": 3, "maxWallMs": max_wall_ms}, "policy": {"mode": "auto", "allow": []},
                       "verifiers": [{"id": "untouched", "kind": "file-absent", "path": "changed.txt"}],
                       "tags": []}]}
     (suite / "suite.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
