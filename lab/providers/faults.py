@@ -22,6 +22,7 @@ Source of the error shape: https://platform.openai.com/docs/guides/error-codes
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -80,6 +81,25 @@ def error_cause(error: ServerError) -> Cause:
     if any(w in words for w in _BAD_WORDS):
         return "bad_request"
     return "server"  # overloaded, server_error, api_error … or an error the server did not type
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (delta-seconds form only), or None.
+
+    Args:
+        headers: the answer's headers (case-insensitive mapping, e.g. ``httpx.Headers``).
+    """
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw) * scale
+        except ValueError:
+            continue  # an HTTP-date: fall back to the backoff
+        if value >= 0:
+            return value
+    return None
 
 
 def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:

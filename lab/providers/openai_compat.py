@@ -70,6 +70,7 @@ from lab.providers.faults import (
     in_band_error,
     one_line,
     retried_status,
+    retry_after_s,
     status_cause,
 )
 from lab.providers.transfer import ResponseTooLarge, capped, deadline_guard
@@ -308,7 +309,7 @@ class OpenAICompatProvider:
                 f"{self.url}: HTTP {status}: {server.describe()} (the key in ${self.api_key_env} was refused)",
                 status=status, server=server.to_json())
         if retried_status(status):
-            raise _Retryable(status_cause(status), status, _retry_after_s(response.headers),
+            raise _Retryable(status_cause(status), status, retry_after_s(response.headers),
                              f"HTTP {status}", server.describe(), server)
         raise ProviderError(f"{self.url}: HTTP {status}: {server.describe()}", cause="bad_request",
                             status=status, server=server.to_json())
@@ -391,21 +392,6 @@ def _proxy_for(env: Mapping[str, str], url: str) -> str | None:
     for key in (f"{parts.scheme}_proxy", "all_proxy"):
         value = env.get(key) or env.get(key.upper())
         if value:
-            return value
-    return None
-
-
-def _retry_after_s(headers: httpx.Headers) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (delta-seconds form only)."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        raw = headers.get(name)
-        if raw is None:
-            continue
-        try:
-            value = float(raw) * scale
-        except ValueError:
-            continue  # an HTTP-date: fall back to the backoff
-        if value >= 0:
             return value
     return None
 

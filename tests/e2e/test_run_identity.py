@@ -134,6 +134,10 @@ def test_a_new_suite_version_keeps_the_old_baseline(tmp_path: Path,
     versions = sorted(str(doc["header"]["suiteVersion"]) for doc in reports(data).values())
     assert versions == ["1.0.0", "1.1.0"]
     assert ".v1.0.0." in old_dir.name
+    base, cand = sorted(reports(data))  # run ids: v1.0.0 sorts first
+    compared = run_cmd(["lab", "compare", base, cand], data)
+    assert compared.returncode == 3, compared.stdout + compared.stderr  # refused as before: another version
+    assert "Traceback" not in compared.stderr
 
 
 def test_an_empty_completion_is_an_incident(tmp_path: Path,
