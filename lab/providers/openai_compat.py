@@ -221,7 +221,11 @@ class OpenAICompatProvider:
             try:
                 with deadline_guard(response, deadline - self._clock()) as fired, \
                         self._translated(remaining_s, fired):
-                    return self._read(response, deadline, remaining_s)
+                    exchange = self._read(response, deadline, remaining_s)
+                if fired.is_set():  # a body without length ends "cleanly" when the guard shuts it down
+                    raise ProviderTimeout(f"{self.url}: no complete answer within {remaining_s:.2f} s "
+                                          "(the server kept the connection open)")
+                return exchange
             finally:
                 response.close()
 

@@ -130,17 +130,18 @@ def test_typed_400_keeps_type_code_and_message_on_one_line(server: LocalHTTPServ
                                    "type": "no_db_connection", "code": "400"}
 
 
-def test_keep_alive_only_stream_ends_at_the_deadline(server: LocalHTTPServer, release: threading.Event,
-                                                     make_openai: Make) -> None:
+@pytest.mark.parametrize("chunked", [True, False])  # False: the body ends when the connection closes
+def test_keep_alive_only_stream_ends_at_the_deadline(chunked: bool, server: LocalHTTPServer,
+                                                     release: threading.Event, make_openai: Make) -> None:
     def handler(request: Request, response: Response) -> None:
-        response.start(200, {"Content-Type": "text/event-stream"}, chunked=True)
+        response.start(200, {"Content-Type": "text/event-stream"}, chunked=chunked)
         while not release.is_set():
             response.write(b": keep-alive\n\n")  # raises once the client has gone
             release.wait(0.02)  # pace the comments faster than any read timeout
 
     server.handler = handler
     with pytest.raises(ProviderTimeout, match="no complete answer within 0.50 s"):
-        make_openai(stream=True, timeout_s=0.5).send(dict(REQUEST))
+        make_openai(stream=True, timeout_s=0.5, max_retries=0).send(dict(REQUEST))
 
 
 def test_trickling_body_ends_at_the_deadline(server: LocalHTTPServer, release: threading.Event,
