@@ -126,11 +126,23 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Non
     display().run_finished(line, record["status"])
 
 
-def _runtime_note(changed: list[str]) -> str:
-    """One line: runtime settings differ from the recorded runs, which were reused anyway."""
-    settings = ", ".join(changed)
+def _runtime_note(prep: Any) -> str | None:
+    """One line when runtime settings differ from those the reused run records were made with."""
+    import json
+
+    from lab.config.identity import runtime_differences, runtime_settings
+
+    recorded = []
+    for spec in prep.specs:
+        try:
+            recorded.append(json.loads(prep.record_path(spec).read_text(encoding="utf-8")).get("runtime") or {})
+        except (OSError, ValueError, AttributeError):
+            continue  # not run, or unreadable: nothing to compare with
+    changed = runtime_differences(recorded, runtime_settings(prep.ctx.config.data))
+    if not changed:
+        return None
     verb = "is a runtime setting" if len(changed) == 1 else "are runtime settings"
-    return f"up to date: {settings} {verb}, not part of a run's identity; force=true to run again"
+    return f"up to date: {', '.join(changed)} {verb}, not part of a run's identity; force=true to run again"
 
 
 def report_header(prep: Any) -> dict[str, Any]:
@@ -203,8 +215,9 @@ def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
             display().stop()  # the last words of the eval: below the bar, which goes away
         if display().skipped:
             text = f"{display().skipped} run(s) up to date, not executed again\n{text}"
-            if prep.runtime_changed:
-                text = _runtime_note(prep.runtime_changed) + "\n" + text
+            note = _runtime_note(prep)
+            if note:
+                text = f"{note}\n{text}"
         display().print(text)
     OUTCOME.update(code=code, report_dir=str(report_dir))
     if not gate:

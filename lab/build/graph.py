@@ -90,7 +90,6 @@ class Prepared:
     k: int
     basename: str = "eval"
     endpoint: dict[str, Any] = field(default_factory=dict)
-    runtime_changed: list[str] = field(default_factory=list)
 
     @property
     def report_dir(self) -> Path:
@@ -269,10 +268,6 @@ def _run_name(prep: Prepared, spec: Any) -> str:
 
 
 def _write_config(prep: Prepared) -> None:
-    """Save the configuration beside the runs, noting runtime settings that changed since."""
-    import json
-
-    from lab.config.identity import runtime_differences
     from lab.files import dumps_json, write_atomic
 
     ctx = prep.ctx
@@ -280,12 +275,6 @@ def _write_config(prep: Prepared) -> None:
            "endpoint": prep.endpoint, "measured": ctx.config.measured_view(),
            "config": _public_config(ctx.config.data)}
     path = prep.store / "config.json"
-    try:
-        before = json.loads(path.read_text(encoding="utf-8")).get("config") or {}
-    except (OSError, ValueError, AttributeError):
-        before = None
-    if isinstance(before, dict):
-        prep.runtime_changed = runtime_differences(before, doc["config"])
     data = dumps_json(doc).encode("utf-8")
     if not path.exists() or path.read_bytes() != data:
         write_atomic(path, data)

@@ -30,7 +30,7 @@ while the store keeps them apart (``docs/configuration.md``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -96,20 +96,28 @@ def store_key(suite_version: str, config_hash: str, endpoint: str) -> str:
     return f"v{_UNSAFE.sub('_', suite_version)}.{config_hash[:12]}.{endpoint}"
 
 
-def runtime_differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
-    """Runtime settings that differ between two saved configurations, as ``key (old -> new)``.
+def runtime_settings(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The runtime settings of a resolved configuration, by dotted key (saved in each run record)."""
+    provider = data.get("provider") or {}
+    values = {f"provider.{key}": provider.get(key) for key in RUNTIME_PROVIDER_KEYS}
+    values.update({key: data.get(key) for key in RUNTIME_KEYS})
+    return values
+
+
+def runtime_differences(recorded: Iterable[Mapping[str, Any]], current: Mapping[str, Any]) -> list[str]:
+    """Runtime settings of ``current`` that differ from those recorded runs were made with,
+    as ``key (recorded -> current)``, each key once, in ``current``'s order.
 
     Args:
-        before, after: resolved configurations (``config.json``'s ``config``).
+        recorded: the ``runtime`` blocks of run records (records without one are skipped).
+        current: :func:`runtime_settings` of this command.
     """
-    found = []
-    pairs = [(f"provider.{k}", (before.get("provider") or {}).get(k), (after.get("provider") or {}).get(k))
-             for k in RUNTIME_PROVIDER_KEYS]
-    pairs += [(k, before.get(k), after.get(k)) for k in RUNTIME_KEYS]
-    for key, old, new in pairs:
-        if old != new:
-            found.append(f"{key} ({_show(old)} -> {_show(new)})")
-    return found
+    found: dict[str, Any] = {}
+    for settings in recorded:
+        for key, value in current.items():
+            if key in settings and settings[key] != value and key not in found:
+                found[key] = settings[key]
+    return [f"{key} ({_show(old)} -> {_show(current[key])})" for key, old in found.items()]
 
 
 def _show(value: Any) -> str:

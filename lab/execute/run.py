@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lab.config.compose import EffectiveConfig
+from lab.config.identity import runtime_settings
 from lab.errors import LabError
 from lab.execute.plan import RunSpec, harness_digest
 from lab.replay.cassette import (
@@ -332,7 +333,7 @@ def _record_base(ctx: EvalContext, spec: RunSpec, started_at: str) -> dict[str, 
         "compactionUsage": None, "turns": 0, "toolCalls": 0, "compactions": 0,
         "events": [], "incidents": [], "retries": 0, "error": None, "divergence": None,
         "startedAt": started_at, "finishedAt": None, "wallMs": None, "workspace": None,
-        "warnings": [],
+        "warnings": [], "runtime": runtime_settings(ctx.config.data),
     }
 
 

@@ -7,7 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lab.config.compose import compose_config
-from lab.config.identity import endpoint_identity, endpoint_key, endpoint_url, runtime_differences, store_key
+from lab.config.identity import (
+    endpoint_identity,
+    endpoint_key,
+    endpoint_url,
+    runtime_differences,
+    runtime_settings,
+    store_key,
+)
 from lab.store import is_plain_name
 
 
@@ -50,10 +57,10 @@ def test_the_endpoint_url_has_an_explicit_port() -> None:
     assert endpoint_url("http://[::1]:8080/v1") == "http://[::1]:8080/v1"
 
 
-def test_runtime_differences_name_old_and_new_values() -> None:
-    before = {"provider": {"stream": False, "timeout_s": 120.0}, "jobs": 1}
-    after = {"provider": {"stream": True, "timeout_s": 120.0}, "jobs": 4}
-    assert runtime_differences(before, after) == ["provider.stream (false -> true)", "jobs (1 -> 4)"]
+def test_runtime_differences_name_recorded_and_current_values() -> None:
+    recorded = [{"provider.stream": False, "jobs": 1}, {}, {"provider.stream": False, "jobs": 4}]
+    current = runtime_settings({"provider": {"stream": True, "timeout_s": 120.0}, "jobs": 4})
+    assert runtime_differences(recorded, current) == ["provider.stream (false -> true)", "jobs (1 -> 4)"]
 
 
 SAFE = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=12)
