@@ -5,6 +5,9 @@ came off the wire); ``lab.providers.wire.parse_exchange`` turns an exchange
 into a ``Completion``. Cassettes record and replay exchanges, so replay runs
 the same parsing code as a live call. A new provider is a module here
 implementing ``base.Provider``, registered by short name in ``registry``.
+``faults`` classifies failures by kind whatever their shape (status, error
+object, mid-stream error) and decides what is retried; ``transfer`` reads
+an answer under the call's overall deadline and ``max_response_bytes``.
 
 May import: lab.errors and the standard library (httpx, httpx-sse).
 """
