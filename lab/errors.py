@@ -70,7 +70,11 @@ class ProviderError(LabError):
 
     Attributes:
         cause: a short machine-readable cause (``connect``, ``timeout``,
-            ``auth``, ``rate_limited``, ``server``, ``invalid_response``).
+            ``auth``, ``rate_limited``, ``server``, ``bad_request``,
+            ``invalid_response``, ``response_too_large``).
+        status: the HTTP status of the answer, when there was one.
+        server: the server's own error, ``{"message", "type", "code"}``
+            (strings or None), when it sent one.
     """
 
     cause = "provider"
@@ -79,13 +83,24 @@ class ProviderError(LabError):
     #: the exchange as received when the answer itself was the failure (kept for cassettes)
     exchange: dict[str, Any] | None = None
 
-    def __init__(self, message: str, *, cause: str | None = None,
-                 partial: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, *, cause: str | None = None, status: int | None = None,
+                 server: dict[str, str | None] | None = None, partial: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         if cause is not None:
             self.cause = cause
+        self.status = status
+        self.server = server
         if partial is not None:
             self.partial = partial
+
+    def redacted(self, secret: str) -> ProviderError:
+        """A copy of this error with ``secret`` replaced by ``<redacted>`` everywhere."""
+        server = None if self.server is None else {
+            k: None if v is None else v.replace(secret, "<redacted>") for k, v in self.server.items()}
+        copy = type(self)(str(self).replace(secret, "<redacted>"), cause=self.cause, status=self.status,
+                          server=server, partial=self.partial)
+        copy.exchange = self.exchange  # written to cassettes only through their secret redaction
+        return copy
 
 
 class ProviderTimeout(ProviderError):

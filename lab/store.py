@@ -1,9 +1,9 @@
 """Find and read published reports in the run store.
 
 The run store keeps each report at
-``<data dir>/<suiteId>/<cfg12>/reports/<runId>/report.json`` (DESIGN.md). A
+``<data dir>/<suiteId>/<store key>/reports/<runId>/report.json`` (DESIGN.md). A
 command that takes a report accepts a ``report.json`` path, its directory,
-or a run id (``<suiteId>.<cfg12>.k<k>.s<seed>``); this module turns any of
+or a run id (``<suiteId>.v<version>.<cfg12>.<endpoint>.k<k>.s<seed>``); this module turns any of
 them into a checked report document.
 """
 
@@ -42,7 +42,7 @@ class StoredReport:
 
     @property
     def run_dir(self) -> Path:
-        """``<data>/<suite>/<cfg12>``: the run-store directory of this report's configuration."""
+        """``<data>/<suite>/<store key>``: the run-store directory of this report's suite version, configuration and endpoint."""
         return self.report_dir.parent.parent
 
 

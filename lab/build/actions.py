@@ -140,10 +140,31 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Non
         return None
     line = f"  {record['status']:<15} {spec.task_id} r{spec.repetition}  ({record['wallMs'] / 1000:.2f} s)"
     if record.get("error"):
-        line += f"  {record['error'].get('kind')}: {record['error'].get('message')}"
+        from lab.report.closing import one_line
+
+        line += "  " + one_line(f"{record['error'].get('kind')}: {record['error'].get('message')}")
     if record.get("workspace"):
         line += f"  workspace kept at {record['workspace']}"
     display().run_finished(line, record["status"])
+
+
+def _runtime_note(prep: Any) -> str | None:
+    """One line when runtime settings differ from those the reused run records were made with."""
+    import json
+
+    from lab.config.identity import runtime_differences, runtime_settings
+
+    recorded = []
+    for spec in prep.specs:
+        try:
+            recorded.append(json.loads(prep.record_path(spec).read_text(encoding="utf-8")).get("runtime") or {})
+        except (OSError, ValueError, AttributeError):
+            continue  # not run, or unreadable: nothing to compare with
+    changed = runtime_differences(recorded, runtime_settings(prep.ctx.config.data))
+    if not changed:
+        return None
+    verb = "is a runtime setting" if len(changed) == 1 else "are runtime settings"
+    return f"up to date: {', '.join(changed)} {verb}, not part of a run's identity; force=true to run again"
 
 
 def report_header(prep: Any) -> dict[str, Any]:
@@ -157,6 +178,7 @@ def report_header(prep: Any) -> dict[str, Any]:
             "suiteDigest": ctx.suite.digest, "harnessVersion": HARNESS_VERSION,
             "harnessDigest": harness_digest(), "configHash": ctx.config_hash,
             "variant": ctx.config.variant, "provider": provider["name"], "model": provider["model"],
+            "endpoint": _endpoint_header(prep),
             "mode": ctx.config.mode, "k": prep.k, "seed": ctx.config.seed,
             "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
             "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs}),
@@ -175,6 +197,14 @@ def machine_id() -> str:
 
     text = f"{platform.node()}|{platform.machine()}|{os.cpu_count()}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def _endpoint_header(prep: Any) -> dict[str, Any]:
+    """The endpoint identity a report states: provider kind, endpoint URL (or null) and store key."""
+    from lab.config.identity import endpoint_key
+
+    return {"provider": prep.endpoint.get("provider"), "url": prep.endpoint.get("endpoint"),
+            "key": endpoint_key(prep.endpoint)}
 
 
 def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict[str, Any]) -> Any:
@@ -226,6 +256,9 @@ def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
             display().stop()  # the last words of the eval: below the bar, which goes away
         if up_to_date:
             text = f"{up_to_date} run(s) up to date, not executed again\n{text}"
+            note = _runtime_note(prep)
+            if note:
+                text = f"{note}\n{text}"
         display().print(text)
     OUTCOME.update(code=code, report_dir=str(report_dir))
     if not gate:

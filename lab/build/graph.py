@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -117,6 +117,7 @@ class Prepared:
     run_id: str
     k: int
     basename: str = "eval"
+    endpoint: dict[str, Any] = field(default_factory=dict)
 
     @property
     def report_dir(self) -> Path:
@@ -137,6 +138,7 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
         LabError: ConfigError or SuiteError naming the key, task and field.
     """
     from lab.config.compose import compose_config
+    from lab.config.identity import endpoint_identity, endpoint_key, store_key
     from lab.execute.events import EventLog, stderr_if
     from lab.execute.plan import check_grants, plan_runs, run_id, select_tasks
     from lab.execute.run import EvalContext
@@ -158,15 +160,17 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     if check_provider:
         provider_preflight(config)
     k = 1 if config.mode == "record" else config.k
-    store = paths.data_dir() / suite.id / config.config_hash()[:12]
+    endpoint = endpoint_identity(config.data["provider"], config.mode)
+    key = store_key(suite.version, config.config_hash(), endpoint_key(endpoint))
+    store = paths.data_dir() / suite.id / key
     subset = [t.id for t in tasks] if len(tasks) < len(suite.tasks) else None
-    rid = run_id(suite.id, config.config_hash(), k, config.seed, subset)
+    rid = run_id(suite.id, key, k, config.seed, subset)
     events = EventLog({"suiteId": suite.id, "configHash": config.config_hash(), "runId": rid},
                       path=store / "history.jsonl", stream=stderr_if(config.data["progress"]))
     ctx = EvalContext(config=config, suite=suite, cassette_dir=cassettes, work_dir=store / "work",
                       events=events)
     return Prepared(ctx=ctx, specs=plan_runs([t.id for t in tasks], k, config.seed), store=store,
-                    run_id=rid, k=k, basename=basename)
+                    run_id=rid, k=k, basename=basename, endpoint=endpoint)
 
 
 def provider_preflight(config: Any) -> None:
@@ -316,7 +320,8 @@ def run_task(prep: Prepared, spec: Any, *, always: bool = False) -> dict[str, An
 
 def run_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
     """What a run's result depends on: config hash, harness and suite digests,
-    task, base seed, repetition, and in replay the cassette's sha256."""
+    suite version, endpoint identity, task, base seed, repetition, and in
+    replay the cassette's sha256."""
     import hashlib
 
     from lab.execute.plan import harness_digest
@@ -324,7 +329,8 @@ def run_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
     ctx = prep.ctx
     inputs: dict[str, Any] = {
         "configHash": ctx.config_hash, "harnessDigest": harness_digest(), "suiteDigest": ctx.suite.digest,
-        "taskId": spec.task_id, "baseSeed": spec.base_seed, "repetition": spec.repetition}
+        "taskId": spec.task_id, "baseSeed": spec.base_seed, "repetition": spec.repetition,
+        "suiteVersion": ctx.suite.version, "endpoint": prep.endpoint}
     if ctx.config.mode == "replay":
         from lab.replay.cassette import cassette_path
 
@@ -371,7 +377,7 @@ def _remove_tree(path: Path) -> None:
 
 
 def _run_name(prep: Prepared, spec: Any) -> str:
-    return f"{prep.ctx.suite.id}.{prep.ctx.config_hash[:12]}.{spec.task_id}.{spec.name}"
+    return f"{prep.ctx.suite.id}.{prep.store.name}.{spec.task_id}.{spec.name}"
 
 
 def _write_config(prep: Prepared) -> None:
@@ -387,7 +393,7 @@ def _write_config(prep: Prepared) -> None:
             headers[name] = "<secret:credential-header>"
     config["provider"] = {**config["provider"], "headers": headers}
     doc = {"schemaVersion": 1, "configHash": ctx.config_hash, "variant": ctx.config.variant,
-           "measured": ctx.config.measured_view(), "config": config}
+           "endpoint": prep.endpoint, "measured": ctx.config.measured_view(), "config": config}
     doc = SecretScanner(env=ctx.env, credential_env=credential_env(ctx)).redact(doc)[0]
     path = prep.store / "config.json"
     data = dumps_json(doc).encode("utf-8")

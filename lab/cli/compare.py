@@ -1,7 +1,7 @@
 """`lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]`: compare two reports (SPEC K1–K5).
 
 BASE and CAND are each a ``report.json``, the directory holding one, or a run
-id (``<suite>.<cfg12>.k<k>.s<seed>``, looked up in the run store). Without
+id (``<suite>.v<version>.<cfg12>.<endpoint>.k<k>.s<seed>``, looked up in the run store). Without
 ``out`` the comparison is printed as Markdown (``json=true``: as JSON); with
 ``out=DIR`` it is written to ``DIR/comparison.json`` and ``DIR/comparison.md``.
 

@@ -1,6 +1,6 @@
 """`lab export RUN_ID out=FILE [force=true] [redact=true]`: one shareable JSON bundle of a run (SPEC E1–E3).
 
-RUN_ID is a plain run id (``<suite>.<cfg12>.k<k>.s<seed>``) found in the run
+RUN_ID is a plain run id (``<suite>.v<version>.<cfg12>.<endpoint>.k<k>.s<seed>``) found in the run
 store. Paths become placeholders, and the bundle is refused (nothing written)
 when the secret scanner finds a likely secret; the message names the field.
 With ``redact=true`` each secret is replaced by a marker naming its kind

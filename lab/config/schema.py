@@ -41,6 +41,7 @@ class ProviderConf:
     api_key_env: str | None = None
     timeout_s: float = 120.0
     max_retries: int = 2
+    max_response_bytes: int = 4 * 1024 * 1024  # the largest answer accepted; not hashed (a runtime guard)
     headers: dict[str, str] = field(default_factory=dict)  # extra request headers (gateways); not hashed
     reasoning_in_history: bool = False  # send reasoning_content back in the assistant message
 

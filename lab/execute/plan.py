@@ -100,13 +100,16 @@ def check_grants(tasks: list[Task], config: EffectiveConfig, suite_id: str) -> N
         raise ConfigError("\n".join(problems))
 
 
-def run_id(suite_id: str, config_hash: str, k: int, seed: int, tasks: list[str] | None = None) -> str:
-    """A plain, unique report name: ``<suiteId>.<cfg12>.k<k>.s<seed>``.
+def run_id(suite_id: str, store_key: str, k: int, seed: int, tasks: list[str] | None = None) -> str:
+    """A plain, unique report name: ``<suiteId>.<store key>.k<k>.s<seed>``.
 
-    A run over a subset of the tasks (``tasks=[…]``) gets ``.t<8 hex>`` of
-    the sorted subset appended, so it never overwrites the full report.
+    The store key (:func:`lab.config.identity.store_key`) names the suite
+    version, the effective-config hash (12 hex) and the endpoint, e.g.
+    ``smoke-coding.v1.0.0.3f2a9c1e0b7d.scripted.k3.s0``. A run over a subset
+    of the tasks (``tasks=[…]``) gets ``.t<8 hex>`` of the sorted subset
+    appended, so it never overwrites the full report.
     """
-    base = f"{suite_id}.{config_hash[:12]}.k{k}.s{seed}"
+    base = f"{suite_id}.{store_key}.k{k}.s{seed}"
     if not tasks:
         return base
     return f"{base}.t{hashlib.sha256(','.join(sorted(tasks)).encode()).hexdigest()[:8]}"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lab.config.compose import EffectiveConfig
+from lab.config.identity import runtime_settings
 from lab.errors import LabError
 from lab.execute.plan import RunSpec, harness_digest
 from lab.replay.cassette import (
@@ -134,7 +135,9 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
         record["finishedAt"] = _utc_now()
         if workspace is not None:
             _dispose(ctx, spec, workspace, record)
-    return redact_record(ctx, record)
+    from lab.execute.fieldcap import cap_fields
+
+    return dict(cap_fields(redact_record(ctx, record)))  # redact first: a cut must not split a key
 
 
 def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
@@ -153,6 +156,7 @@ def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
         compactions=result.compactions, events=result.events,
         usage=_usage_block(result), compactionUsage=_usage_json(result.compaction_usage),
         incidents=[e for e in result.events if e.get("type") == "incident"],
+        retries=sum(1 for e in result.events if e.get("type") == "retry"),
     )
     if recorder is not None and recorder.calls:  # errored runs too: their failure must replay
         _write_recording(ctx, task, recorder, record, result.error)
@@ -367,9 +371,9 @@ def _record_base(ctx: EvalContext, spec: RunSpec, started_at: str) -> dict[str, 
         "status": "error", "claim": "none", "stopReason": None, "budgetExceeded": None,
         "finalMessage": None, "verifiers": [], "score": None, "usage": None,
         "compactionUsage": None, "turns": 0, "toolCalls": 0, "compactions": 0,
-        "events": [], "incidents": [], "error": None, "divergence": None,
+        "events": [], "incidents": [], "retries": 0, "error": None, "divergence": None,
         "startedAt": started_at, "finishedAt": None, "wallMs": None, "workspace": None,
-        "warnings": [],
+        "warnings": [], "runtime": runtime_settings(ctx.config.data),
     }
 
 

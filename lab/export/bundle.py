@@ -5,7 +5,7 @@ r"""Export one run as a shareable JSON bundle (SPEC E1–E3).
 "markdown": <report.md>}`` after two passes over every string in it:
 
 1. **Placeholders** (E2). An absolute path becomes ``<run-dir>/…`` under the
-   run's store directory (``<data>/<suite>/<cfg12>``), ``<tmp>/…`` under the
+   run's store directory (``<data>/<suite>/<store key>``), ``<tmp>/…`` under the
    temp dir, ``<home>/…`` under the home directory (the longest matching
    base wins, so a run dir inside the home dir is ``<run-dir>``). Any
    user's home directory, wherever it appears, is ``<home>`` too:

@@ -4,31 +4,47 @@ Every failure leaves as a ``lab.errors.ProviderError`` raised ``from`` the
 httpx exception (no httpx exception escapes):
 
 ```
-httpx.TimeoutException, wall budget spent     ProviderTimeout
-httpx.ConnectError (refused, DNS)             ProviderError(cause="connect")
-httpx.ReadError / RemoteProtocolError (reset,
-  closed mid-body) and other TransportErrors  ProviderError(cause="connect")
+httpx.TimeoutException, wall budget spent,
+  the call's deadline passed mid-body         ProviderTimeout
+connection refused / reset / closed before
+  any answer, retries exhausted               ProviderError(cause="connect")
+connection lost mid-body                      ProviderError(cause="connect")
 HTTP 401 / 403                                ProviderAuthError
 HTTP 429, retries exhausted                   ProviderRateLimited
-HTTP 5xx, retries exhausted                   ProviderError(cause="server")
+HTTP 408, 409, 5xx, retries exhausted         ProviderError(cause="server")
 other HTTP status (400, 404, 3xx …)           ProviderError(cause="bad_request")
 body or stream that is not a chat completion  ProviderResponseInvalid
-{"error": …} inside an HTTP 200 answer        ProviderError(cause="server")
+answer larger than max_response_bytes         ResponseTooLarge (cause "response_too_large")
+{"error": …} inside an HTTP 200 answer or
+  in the middle of a stream                   classified by its type/code like a status
+                                              (lab.providers.faults): retried, or bad_request
 ```
 
-Retries: only 429 and 5xx are retried, at most ``max_retries`` times, after
+Errors from the server keep its words: ``status`` and ``server``
+(``{"message", "type", "code"}``) on the ProviderError, and the message
+names type and code on one line.
+
+Retries: transient faults (429, 408, 409, 5xx, an overloaded or rate-limit
+error object in a 200 answer or a stream, a connection refused or reset
+before any answer) are retried at most ``max_retries`` times, after
 ``Retry-After``/``retry-after-ms`` (capped at 30 s) or else a deterministic
 exponential backoff (0.5 s, 1 s, 2 s … capped at 8 s). A retry whose wait
 would pass the call's deadline is not made. Each retry is recorded in
 ``last_retries`` (reset at the start of every ``send``) as
-``{"attempt": int, "status": int, "cause": str, "delay_s": float}``;
-the exchange itself stays exactly what the server sent. Connection errors
-and timeouts are not retried: a timeout has already spent the run's budget.
+``{"attempt": int, "status": int | None, "cause": str, "reason": str,
+"delay_s": float}``; the exchange itself stays exactly what the server sent.
+Timeouts are not retried: a timeout has already spent the call's budget.
+
+Deadline: ``timeout_s`` (or the run's remaining wall budget, if smaller) is
+the whole call's limit, retries and streaming included, whatever the server
+sends: keep-alive comments and a body trickling in byte by byte end at the
+deadline (:mod:`lab.providers.transfer`).
 """
 
 from __future__ import annotations
 
 import ssl
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -36,7 +52,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from httpx_sse import SSEError, connect_sse
+from httpx_sse import SSEError
 
 from lab.errors import (
     ConfigError,
@@ -47,23 +63,44 @@ from lab.errors import (
     ProviderTimeout,
 )
 from lab.providers.base import Exchange, Purpose
+from lab.providers.faults import (
+    ServerError,
+    error_cause,
+    error_from_body,
+    in_band_error,
+    one_line,
+    retried_status,
+    retry_after_s,
+    status_cause,
+)
+from lab.providers.transfer import ResponseTooLarge, capped, deadline_guard
 from lab.providers.wire import DONE, parse_exchange
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
 RETRY_AFTER_CAP_S = 30.0
+DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024  # provider.max_response_bytes; no chat answer comes near it
 _EXCERPT_CHARS = 300
 _LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
 
 
-class _RetryableStatus(Exception):
-    """Internal: an HTTP 429 or 5xx answer that may be retried."""
+class _Retryable(Exception):
+    """Internal: a transient fault that may be retried (see :mod:`lab.providers.faults`).
 
-    def __init__(self, status: int, retry_after_s: float | None, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.retry_after_s = retry_after_s
-        self.detail = detail
+    ``label`` names the fault's shape (``HTTP 503``, ``cannot connect``,
+    ``error in the stream after HTTP 200``), ``detail`` the server's words.
+    """
+
+    def __init__(self, cause: str, status: int | None, retry_after_s: float | None, label: str,
+                 detail: str, server: ServerError | None = None,
+                 original: BaseException | None = None) -> None:
+        super().__init__(f"{label}: {detail}")
+        self.cause, self.status, self.retry_after_s = cause, status, retry_after_s
+        self.label, self.detail, self.server, self.original = label, detail, server, original
+
+    @property
+    def reason(self) -> str:
+        return f"{self.label}: {self.detail}"
 
 
 class OpenAICompatProvider:
@@ -77,15 +114,19 @@ class OpenAICompatProvider:
             ``stream_options.include_usage`` to the body).
         timeout_s: per-call ceiling in seconds (connect, each read, and the
             whole call including retries and streaming).
-        max_retries: retries after the first attempt for 429 / 5xx (>= 0).
+        max_retries: retries after the first attempt for transient faults (>= 0).
         env: environment to read the key, ``SSL_CERT_FILE``/``SSL_CERT_DIR``
             and ``*_proxy``/``NO_PROXY`` from (``os.environ`` is never read).
         transport: an httpx transport to use instead of the network one.
         sleep: called with the wait in seconds between retries.
         clock: monotonic seconds, for deadlines.
+        headers: extra request headers (never ``Authorization``).
+        max_response_bytes: the largest decoded answer accepted; a larger
+            one is refused (``ResponseTooLarge``) without being kept.
 
     Raises:
-        ConfigError: bad base_url, timeout_s, max_retries or CA files.
+        ConfigError: bad base_url, timeout_s, max_retries, max_response_bytes
+            or CA files.
     """
 
     name = "openai"
@@ -95,7 +136,8 @@ class OpenAICompatProvider:
                  transport: httpx.BaseTransport | None = None,
                  sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic,
-                 headers: Mapping[str, str] | None = None) -> None:
+                 headers: Mapping[str, str] | None = None,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
         if urlsplit(base_url).scheme not in ("http", "https") or not urlsplit(base_url).hostname:
             raise ConfigError(f"provider.base_url: expected an http(s) URL, got {base_url!r}")
         if not api_key_env:
@@ -104,11 +146,14 @@ class OpenAICompatProvider:
             raise ConfigError(f"provider.timeout_s: expected > 0 seconds, got {timeout_s!r}")
         if max_retries < 0:
             raise ConfigError(f"provider.max_retries: expected >= 0, got {max_retries!r}")
+        if max_response_bytes < 1:
+            raise ConfigError(f"provider.max_response_bytes: expected >= 1, got {max_response_bytes!r}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.api_key_env = api_key_env
         self.stream = stream
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
+        self.max_response_bytes = int(max_response_bytes)
         self.last_retries: list[dict[str, Any]] = []
         # Extra request headers (gateways); recorded in cassettes, so scanned for secrets there.
         self.headers = dict(headers or {})
@@ -142,8 +187,8 @@ class OpenAICompatProvider:
         try:
             return self._send_with_retries(body, api_key, deadline)
         except ProviderError as exc:
-            if len(api_key) >= 8 and api_key in str(exc):
-                raise type(exc)(str(exc).replace(api_key, "<redacted>"), cause=exc.cause) from exc
+            if len(api_key) >= 8 and api_key in f"{exc} {exc.server}":
+                raise exc.redacted(api_key) from exc
             raise
 
     def _send_with_retries(self, body: dict[str, Any], api_key: str, deadline: float) -> Exchange:
@@ -152,18 +197,18 @@ class OpenAICompatProvider:
             try:
                 exchange = self._attempt(body, api_key, deadline)
                 try:
+                    self._check_in_band(exchange)
                     parse_exchange(exchange)
                 except ProviderError as exc:
                     exc.exchange = exchange  # the failing answer, so a recording can replay it
                     raise
                 return exchange
-            except _RetryableStatus as retry:
+            except _Retryable as retry:
                 delay_s = self._retry_delay(retry, attempt, deadline)
                 if delay_s is None:
-                    raise self._give_up(retry, attempt) from None
-                cause = "rate_limited" if retry.status == 429 else "server"
-                self.last_retries.append(
-                    {"attempt": attempt, "status": retry.status, "cause": cause, "delay_s": delay_s})
+                    raise self._give_up(retry, attempt) from retry.original
+                self.last_retries.append({"attempt": attempt, "status": retry.status, "cause": retry.cause,
+                                          "reason": retry.reason, "delay_s": delay_s})
                 self._sleep(delay_s)
                 attempt += 1
 
@@ -172,25 +217,46 @@ class OpenAICompatProvider:
         if remaining_s <= 0:
             raise ProviderTimeout(f"{self.url}: the wall budget was spent before the call")
         headers = {**self.headers, "Authorization": f"Bearer {api_key}"}
-        with self._translated(remaining_s):
-            with httpx.Client(timeout=httpx.Timeout(remaining_s), **self._client_options) as client:
-                if self.stream:
-                    return self._stream(client, body, headers, deadline)
-                return self._json_exchange(client.post(self.url, json=body, headers=headers))
+        if self.stream:
+            headers.update({"Accept": "text/event-stream", "Cache-Control": "no-store"})
+        with httpx.Client(timeout=httpx.Timeout(remaining_s), **self._client_options) as client:
+            request = client.build_request("POST", self.url, json=body, headers=headers)
+            response = self._open(client, request, remaining_s)
+            try:
+                with deadline_guard(response, deadline - self._clock()) as fired, \
+                        self._translated(remaining_s, fired):
+                    exchange = self._read(response, deadline, remaining_s)
+                if fired.is_set():  # a body without length ends "cleanly" when the guard shuts it down
+                    raise ProviderTimeout(f"{self.url}: no complete answer within {remaining_s:.2f} s "
+                                          "(the server kept the connection open)")
+                return exchange
+            finally:
+                response.close()
+
+    def _open(self, client: httpx.Client, request: httpx.Request, remaining_s: float) -> httpx.Response:
+        """Send the request and wait for the status line; a connection that fails before any
+        answer (refused, reset, closed) is a transient fault, retried like a 503."""
+        with self._translated(remaining_s, threading.Event()):
+            try:
+                return client.send(request, stream=True)
+            except (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError) as exc:
+                detail = f"{type(exc).__name__}: {one_line(str(exc))}".rstrip(": ")
+                raise _Retryable("connect", None, None, "cannot connect", detail, original=exc) from exc
 
     @contextmanager
-    def _translated(self, timeout_s: float) -> Iterator[None]:
+    def _translated(self, timeout_s: float, fired: threading.Event) -> Iterator[None]:
         """Map httpx / httpx-sse exceptions to the lab's tree (``from`` the original)."""
         try:
             yield
         except httpx.TimeoutException as exc:
             raise ProviderTimeout(
                 f"{self.url}: no answer within {timeout_s:.2f} s ({type(exc).__name__})") from exc
-        except httpx.ConnectError as exc:
-            raise ProviderError(f"{self.url}: cannot connect: {exc}", cause="connect") from exc
         except httpx.DecodingError as exc:
             raise ProviderResponseInvalid(f"{self.url}: cannot decode the body: {exc}") from exc
         except httpx.TransportError as exc:
+            if fired.is_set():
+                raise ProviderTimeout(f"{self.url}: no complete answer within {timeout_s:.2f} s "
+                                      "(the server kept the connection open)") from exc
             raise ProviderError(f"{self.url}: connection lost ({type(exc).__name__}: {exc})",
                                 cause="connect") from exc
         except httpx.HTTPError as exc:
@@ -198,33 +264,40 @@ class OpenAICompatProvider:
         except SSEError as exc:
             raise ProviderResponseInvalid(f"{self.url}: {exc}") from exc
 
-    def _stream(self, client: httpx.Client, body: dict[str, Any], headers: dict[str, str],
-                deadline: float) -> Exchange:
-        with connect_sse(client, "POST", self.url, json=body, headers=headers) as source:
-            response = source.response
-            content_type = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-            if not response.is_success or content_type != "text/event-stream":
-                response.read()
-                # Some servers ignore "stream" and answer with one JSON body.
-                return self._json_exchange(response)
-            events: list[str] = []
-            errors: list[str] = []
-            for name, value in _sse_fields(response.iter_lines()):
-                if self._clock() > deadline:
-                    raise ProviderTimeout(
-                        f"{self.url}: stream still running at the deadline after {len(events)} events")
-                if name == "error":
-                    errors.append(value)  # llama.cpp's legacy "error: {...}" line
-                    continue
-                if not value:
-                    continue  # an event without data (e.g. "event: ping") carries nothing
-                events.append(value)
-                if value.strip() == DONE:
-                    break
-            exchange: Exchange = {"type": "sse", "status": response.status_code, "events": events}
-            if errors:
-                exchange["errors"] = errors
-            return exchange
+    def _read(self, response: httpx.Response, deadline: float, budget_s: float) -> Exchange:
+        """The answer, read under the size cap; an error status is checked on its (capped) body."""
+        def check() -> None:
+            if self._clock() > deadline:
+                raise ProviderTimeout(f"{self.url}: no complete answer within {budget_s:.2f} s "
+                                      "(the body was still arriving)")
+
+        body = capped(response, self.max_response_bytes, self._too_large, check)
+        content_type = body.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if not self.stream or not response.is_success or content_type != "text/event-stream":
+            body.read()  # some servers ignore "stream" and answer with one JSON body
+            return self._json_exchange(body)
+        events: list[str] = []
+        errors: list[str] = []
+        for name, value in _sse_fields(body.iter_lines()):
+            if self._clock() > deadline:
+                raise ProviderTimeout(
+                    f"{self.url}: stream still running at the deadline after {len(events)} events")
+            if name == "error":
+                errors.append(value)  # llama.cpp's legacy "error: {...}" line
+                continue
+            if not value:
+                continue  # an event without data (e.g. "event: ping") carries nothing
+            events.append(value)
+            if value.strip() == DONE:
+                break
+        exchange: Exchange = {"type": "sse", "status": response.status_code, "events": events}
+        if errors:
+            exchange["errors"] = errors
+        return exchange
+
+    def _too_large(self, size: int) -> ProviderError:
+        return ResponseTooLarge(f"{self.url}: the answer passed provider.max_response_bytes "
+                                f"({self.max_response_bytes} bytes; {size} received, not kept)")
 
     def _json_exchange(self, response: httpx.Response) -> Exchange:
         self._check_status(response)
@@ -245,15 +318,31 @@ class OpenAICompatProvider:
         status = response.status_code
         if 200 <= status < 300:
             return
-        detail = _error_detail(response)
+        server = error_from_body(response.text)
         if status in (401, 403):
             raise ProviderAuthError(
-                f"{self.url}: HTTP {status}: {detail} (the key in ${self.api_key_env} was refused)")
-        if status == 429 or status >= 500:
-            raise _RetryableStatus(status, _retry_after_s(response.headers), detail)
-        raise ProviderError(f"{self.url}: HTTP {status}: {detail}", cause="bad_request")
+                f"{self.url}: HTTP {status}: {server.describe()} (the key in ${self.api_key_env} was refused)",
+                status=status, server=server.to_json())
+        if retried_status(status):
+            raise _Retryable(status_cause(status), status, retry_after_s(response.headers),
+                             f"HTTP {status}", server.describe(), server)
+        raise ProviderError(f"{self.url}: HTTP {status}: {server.describe()}", cause="bad_request",
+                            status=status, server=server.to_json())
 
-    def _retry_delay(self, retry: _RetryableStatus, attempt: int, deadline: float) -> float | None:
+    def _check_in_band(self, exchange: Exchange) -> None:
+        """An error object inside an HTTP 2xx answer (JSON or mid-stream), classified like a status."""
+        server = in_band_error(exchange)
+        if server is None:
+            return
+        cause = error_cause(server)
+        where = "in the stream" if exchange.get("type") == "sse" else "in the body"
+        label = f"error {where} after HTTP {exchange.get('status')}"
+        if cause == "bad_request":
+            raise ProviderError(f"{self.url}: {label}: {server.describe()}", cause=cause,
+                                status=exchange.get("status"), server=server.to_json())
+        raise _Retryable(cause, exchange.get("status"), None, label, server.describe(), server)
+
+    def _retry_delay(self, retry: _Retryable, attempt: int, deadline: float) -> float | None:
         if attempt > self.max_retries:
             return None
         if retry.retry_after_s is not None:
@@ -264,12 +353,13 @@ class OpenAICompatProvider:
             return None  # waiting would spend the rest of the budget
         return delay_s
 
-    def _give_up(self, retry: _RetryableStatus, attempt: int) -> ProviderError:
+    def _give_up(self, retry: _Retryable, attempt: int) -> ProviderError:
         tries = f"{attempt} attempt{'s' if attempt != 1 else ''}"
-        message = f"{self.url}: HTTP {retry.status} after {tries}: {retry.detail}"
-        if retry.status == 429:
-            return ProviderRateLimited(message)
-        return ProviderError(message, cause="server")
+        message = f"{self.url}: {retry.label} after {tries}: {retry.detail}"
+        server = retry.server.to_json() if retry.server else None
+        if retry.cause == "rate_limited":
+            return ProviderRateLimited(message, status=retry.status, server=server)
+        return ProviderError(message, cause=retry.cause, status=retry.status, server=server)
 
     def _api_key(self) -> str:
         value = self._env.get(self.api_key_env, "")
@@ -345,34 +435,6 @@ def _sse_fields(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
         elif name == "error":
             yield "error", value
     # an event the stream ended inside was never dispatched: it is dropped, as SSE says
-
-
-def _retry_after_s(headers: httpx.Headers) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (delta-seconds form only)."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        raw = headers.get(name)
-        if raw is None:
-            continue
-        try:
-            value = float(raw) * scale
-        except ValueError:
-            continue  # an HTTP-date: fall back to the backoff
-        if value >= 0:
-            return value
-    return None
-
-
-def _error_detail(response: httpx.Response) -> str:
-    """The server's error message (OpenAI ``{"error": {"message"}}``) or a body excerpt."""
-    try:
-        body = response.json()
-    except ValueError:
-        return repr(_excerpt(response.text)) if response.text else "(empty body)"
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return _excerpt(str(body["error"].get("message") or body["error"]))
-    if isinstance(body, dict) and isinstance(body.get("error"), str):
-        return _excerpt(body["error"])
-    return _excerpt(response.text)
 
 
 def _excerpt(text: str) -> str:

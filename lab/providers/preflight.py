@@ -61,7 +61,10 @@ def _get_models(base_url: str, key: str, env: Mapping[str, str], timeout_s: floa
     url = f"{base_url}/models"
     try:
         with httpx.Client(timeout=httpx.Timeout(timeout_s), **_client_options(env, url, None)) as client:
-            return client.get(url, headers={"Authorization": f"Bearer {key}"}).status_code
+            # Only the status line counts: the body is never read, so a server that
+            # streams or trickles it cannot hold the preflight past its timeout.
+            with client.stream("GET", url, headers={"Authorization": f"Bearer {key}"}) as response:
+                return response.status_code
     except httpx.HTTPError as exc:
         reason = str(exc).replace(key, "<redacted>") or type(exc).__name__
         raise ProviderError(f"provider openai: cannot reach {url}: {reason}; check OPENAI_BASE_URL or "

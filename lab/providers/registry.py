@@ -8,7 +8,7 @@ from typing import Any
 
 from lab.errors import ConfigError, SuiteError
 from lab.providers.base import Provider
-from lab.providers.openai_compat import OpenAICompatProvider
+from lab.providers.openai_compat import DEFAULT_MAX_RESPONSE_BYTES, OpenAICompatProvider
 from lab.providers.scripted import ScriptedProvider, load_script
 
 PROVIDER_NAMES = ("openai", "scripted")
@@ -45,7 +45,8 @@ def make_provider(settings: Mapping[str, Any], *, suite_dir: Path, task_id: str,
             stream=_setting(settings, "stream", bool, False),
             timeout_s=float(_setting(settings, "timeout_s", (int, float), 120.0)),
             max_retries=_setting(settings, "max_retries", int, 2),
-            env=env, headers=dict(settings.get("headers") or {}))
+            env=env, headers=dict(settings.get("headers") or {}),
+            max_response_bytes=_setting(settings, "max_response_bytes", int, DEFAULT_MAX_RESPONSE_BYTES))
     raise ConfigError(f"provider.name: expected one of {', '.join(PROVIDER_NAMES)}, got {name!r}")
 
 

@@ -171,6 +171,8 @@ def _summary(records: list[dict[str, Any]], tasks: list[dict[str, Any]]) -> dict
     summary["lowPowerTasks"] = [t["taskId"] for t in tasks if t["lowPower"]]
     summary["divergences"] = sum(1 for r in records if _error_kind(r) == "replay_divergence")
     summary["cachedInput"] = cached_input(records)
+    summary["emptyResponses"] = sum(1 for r in records if any(
+        i.get("kind") == "empty_response" for i in r.get("incidents") or []))
     summary.update(claims(records))
     return summary
 

@@ -8,7 +8,18 @@ from typing import Any
 
 from tabulate import tabulate
 
+from lab.report.markdown import endpoint_text
+
 LOW_POWER_RUNS = 5  # as lab.report.build; the flag itself is read from the report
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (line breaks included) folded to one space.
+
+    Server messages may span lines; a console line (progress, ``error:``)
+    must not.
+    """
+    return " ".join(text.split())
 
 
 def summarise(report_dir: Path) -> tuple[int, str]:
@@ -24,7 +35,8 @@ def summarise(report_dir: Path) -> tuple[int, str]:
     if s["wilson95"] is not None:
         rate += f" (95% Wilson {s['wilson95'][0]:.3f}–{s['wilson95'][1]:.3f})"
     lines = [f"{h['suiteId']} {h['suiteVersion']} · {h['mode']} · {h['provider']}/{h['model']} · "
-             f"k={h['k']} seed={h['seed']} · config {h['configHash'][:12]}"]
+             f"k={h['k']} seed={h['seed']} · config {h['configHash'][:12]}",
+             f"endpoint {endpoint_text(h)} · run id {h['runId']}"]
     if "note" in h:
         lines.append(h["note"])
     rows = [(t["taskId"], f"{t['passes']}/{t['judged']}", t["errors"] or "", _flags(t)) for t in doc["tasks"]]
@@ -33,7 +45,8 @@ def summarise(report_dir: Path) -> tuple[int, str]:
     lines.append(attempted_line(doc))
     lines += _warnings(doc)
     for err in doc["errors"]:
-        lines.append(f"error: task {err['taskId']} run {err['repetition']}: {err['kind']}: {err['message']}")
+        lines.append(one_line(f"error: task {err['taskId']} run {err['repetition']}: {err['kind']}: "
+                              f"{err['message']}"))
     lines.append(f"report: {report_dir / 'report.md'}")
     if (report_dir / "index.html").exists():
         lines.append(f"html: {report_dir / 'index.html'}")

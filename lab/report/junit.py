@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from lab.report.build import sort_records
+from lab.report.markdown import endpoint_text
 from lab.report.metrics import claimed_success
 
 CONDITIONS = ("runId", "suiteVersion", "suiteDigest", "harnessVersion", "harnessDigest", "configHash",
@@ -87,7 +88,10 @@ def render_junit(doc: dict[str, Any], records: list[dict[str, Any]]) -> str:
               "time": f"{wall_s:.3f}"}
     root = ET.Element("testsuites", {"name": "reliability-lab", **counts})
     suite = ET.SubElement(root, "testsuite", {"name": xml_text(h["suiteId"]), **counts, "skipped": "0"})
-    _properties(suite, [(key, h[key]) for key in CONDITIONS if key in h])
+    pairs = [(key, h[key]) for key in CONDITIONS if key in h]
+    if isinstance(h.get("endpoint"), dict):
+        pairs.append(("endpoint", endpoint_text(h)))
+    _properties(suite, pairs)
     for task in doc["tasks"]:
         _testcase(suite, h["suiteId"], task, by_task.get(task["taskId"], []))
     ET.indent(root)

@@ -49,6 +49,7 @@ def conditions(h: dict[str, Any]) -> list[tuple[str, str]]:
         ("harness", f"{h['harnessVersion']} (digest {h['harnessDigest'][:12]})"),
         ("config hash", h["configHash"]), ("variant", h.get("variant") or "baseline"),
         ("provider / model", f"{h['provider']} / {h['model']}"),
+        ("endpoint", endpoint_text(h)),
         ("mode", h["mode"]), ("k", str(h["k"])), ("seed", str(h["seed"])), ("run id", h["runId"]),
     ]
     compaction = h.get("compaction")
@@ -59,6 +60,18 @@ def conditions(h: dict[str, Any]) -> list[tuple[str, str]]:
     if rates.get("input") is not None or rates.get("output") is not None:
         rows.append(("rates (USD / M tokens)", f"input {rates.get('input')}, output {rates.get('output')}"))
     return rows
+
+
+def endpoint_text(h: dict[str, Any]) -> str:
+    """The measured endpoint as a report states it: ``openai http://host:port/v1 (key openai-1a2b3c4d)``.
+
+    Reports written before the endpoint identity existed say ``not recorded``.
+    """
+    endpoint = h.get("endpoint")
+    if not isinstance(endpoint, dict):
+        return "not recorded"
+    where = endpoint.get("url") or "no endpoint"
+    return f"{endpoint.get('provider')} {where} (key {endpoint.get('key')})"
 
 
 def render_markdown(doc: dict[str, Any], records: list[dict[str, Any]] | None = None) -> str:
@@ -123,6 +136,7 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, Any]]:
             ("pass@k (tasks)", pct(s["passAtK"])), ("pass^k (tasks)", pct(s["passHatK"])),
             ("false positives / negatives", f"{s['falsePositives']} / {s['falseNegatives']}"),
             ("replay divergences", s["divergences"]),
+            ("empty responses (runs)", s.get("emptyResponses", 0)),
             ("cached input", ("not reported" if cached["ratio"] is None else f"{pct(cached['ratio'])} of input tokens")
              + f" ({cached['runsReporting']} of {cached['runsJudged']} judged runs reporting)")]
 

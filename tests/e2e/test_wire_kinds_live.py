@@ -135,7 +135,8 @@ def test_every_kind_records_then_replays(tmp_path: Path) -> None:
     suites, cassettes = tmp_path / "suites", tmp_path / "cassettes"
     write_suite(suites)
     common = [f"suite_dir={suites}", "suite=wire-kinds", f"cassette_dir={cassettes}", "provider=openai",
-              "provider.model=stub", "provider.api_key_env=WIRE_STUB_KEY", "provider.stream=true", "yes=true"]
+              "provider.model=stub", "provider.api_key_env=WIRE_STUB_KEY", "provider.stream=true", "yes=true",
+              "preflight=false"]
     with LocalHTTPServer() as server:
         server.handler = stub
         recorded = lab(["doit", "record", *common, f"provider.base_url={server.url}/v1",

@@ -105,5 +105,6 @@ def make_header(*, mode: str = "live", k: int = 2, rates: tuple[float | None, fl
     return {"runId": f"{suite_id}.cccccccccccc.k{k}.s0", "suiteId": suite_id, "suiteVersion": "1.0.0",
             "suiteDigest": SHA_SUITE, "harnessVersion": "0.1.0", "harnessDigest": SHA_HARNESS,
             "configHash": SHA_CONFIG, "variant": "baseline", "provider": "openai", "model": "gpt-test",
+            "endpoint": {"provider": "openai", "url": "https://gateway.example:443/v1", "key": "openai-0f1e2d3c"},
             "mode": mode, "k": k, "seed": 0, "rates": {"input": rates[0], "output": rates[1]},
             "compaction": {"enabled": True, "threshold": 0.8}}

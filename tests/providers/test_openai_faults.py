@@ -54,7 +54,8 @@ def test_429_then_200_retries_and_records(server: LocalHTTPServer, make_openai: 
     assert parse_exchange(exchange).content == "Hello, wörld ✓"
     assert len(server.requests) == 2
     assert sleeps == [2.0]
-    assert provider.last_retries == [{"attempt": 1, "status": 429, "cause": "rate_limited", "delay_s": 2.0}]
+    assert provider.last_retries == [{"attempt": 1, "status": 429, "cause": "rate_limited",
+                                      "reason": "HTTP 429: try later", "delay_s": 2.0}]
     assert "retries" not in exchange  # the exchange stays what the server sent
 
 

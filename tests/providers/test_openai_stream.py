@@ -155,16 +155,21 @@ def test_stream_request_answered_with_json_is_accepted(server: LocalHTTPServer,
     assert parse_exchange(exchange) == EXPECTED_JSON["tools"]
 
 
-@pytest.mark.parametrize("fixture, stream", [("in_band_error.sse", True), ("in_band_error.json", False)])
-def test_in_band_error_after_200_is_a_server_error(fixture: str, stream: bool, server: LocalHTTPServer,
-                                                   make_openai: Callable[..., OpenAICompatProvider]) -> None:
+@pytest.mark.parametrize("fixture, stream, cause, requests", [
+    ("in_band_error.sse", True, "server", 3),  # overloaded mid-stream: retried like a 502
+    ("in_band_error.json", False, "bad_request", 1),  # invalid_request_error: not retried
+])
+def test_in_band_error_after_200_is_classified_by_its_type(
+        fixture: str, stream: bool, cause: str, requests: int, server: LocalHTTPServer,
+        make_openai: Callable[..., OpenAICompatProvider]) -> None:
     body = (FIXTURES / fixture).read_bytes()
     content_type = "text/event-stream" if stream else "application/json"
     server.handler = lambda request, response: response.send(200, body, content_type=content_type)
     with pytest.raises(ProviderError) as caught:
         make_openai(stream=stream).send(dict(REQUEST))
-    assert caught.value.cause == "server"
-    assert "in-band error" in str(caught.value)
+    assert caught.value.cause == cause
+    assert len(server.requests) == requests
+    assert f"error in the {'stream' if stream else 'body'} after HTTP 200" in str(caught.value)
     assert ("upstream model overloaded" if stream else "does not exist") in str(caught.value)
 
 

@@ -28,6 +28,7 @@ from lab.agents.builtin.result import (
     encodable_completion,
     encodable_value,
     incomplete_error,
+    provider_error,
 )
 from lab.agents.builtin.tools import TOOLS, ToolContext, ToolResult, run_tool, tool_schemas
 from lab.errors import CassetteMiss, ProviderError, ProviderTimeout
@@ -128,11 +129,11 @@ class _Agent:
         except CassetteMiss as exc:
             stop = _Stop("error", error=divergence_error(exc))
         except ProviderError as exc:
+            self._log_retries(self.budget.turns + 1)
             if isinstance(exc, ProviderTimeout) and self.budget.exceeded() == "maxWallMs":
                 stop = self._over("maxWallMs")  # the call was cut off by the wall budget
             else:
-                stop = _Stop("error", error={"kind": "provider", "cause": exc.cause,
-                                             "message": str(exc), "retries": self._retries()})
+                stop = _Stop("error", error=provider_error(exc, self._retries()))
                 if exc.partial is not None:  # what the answer carried before the error
                     stop.error = {**(stop.error or {}), "partial": exc.partial}
                     self.log.add("model_call", purpose="main", turn=self.budget.turns + 1,
@@ -168,6 +169,7 @@ class _Agent:
             self._request(), purpose="main", timeout_s=self.budget.remaining_s()))
         done, replaced = encodable_completion(done)
         first_unreported = self.budget.add_turn(done.usage)
+        self._log_retries(turn)
         self.log.model_call("main", turn, done, round((self.clock() - started) * 1000), self._retries())
         if replaced:
             self.log.incident("unencodable_text", f"turn {turn}: {replaced} code point(s) UTF-8 cannot "
@@ -180,6 +182,9 @@ class _Agent:
         self.messages.append(done.assistant_message(include_reasoning=self.settings.send_reasoning))
         if not done.tool_calls:
             cut = done.finish_reason == "length"  # the output limit cut the answer
+            if not cut and not (done.content or "").strip():
+                self.log.incident("empty_response", f"turn {turn}: the model answered with no content "
+                                  f"and no tool call (finish reason {done.finish_reason!r})")
             return _Stop("truncated" if cut else "answered", done.content)
         for call in done.tool_calls:
             if (stop := self._check("tool_call")) is not None:
@@ -187,6 +192,13 @@ class _Agent:
             self.budget.add_tool_call()
             self._tool_call(turn, call)
         return None
+
+    def _log_retries(self, turn: int) -> None:
+        """One ``retry`` event per retry the provider made for the last call, with its reason."""
+        for retry in self._retries():
+            self.log.add("retry", turn=turn, attempt=retry.get("attempt"), cause=retry.get("cause"),
+                         status=retry.get("status"), reason=retry.get("reason"),
+                         delayMs=round(float(retry.get("delay_s") or 0) * 1000))
 
     def _retries(self) -> list[dict[str, Any]]:
         """Retries the provider made for the last call (429/5xx backoff), as it recorded them."""
@@ -251,6 +263,7 @@ class _Agent:
             return
         self.messages = done.messages
         self.compaction_usage.add(done.completion.usage)
+        self._log_retries(turn)
         self.log.model_call("compaction", turn, done.completion,
                             round((self.clock() - started) * 1000))
         self.log.incident("compaction", f"turn {turn}: {done.summarised} earlier messages "

@@ -10,13 +10,17 @@ Event shapes (dicts, in order, each with a running ``seq``)::
      "outcome": "ok"|"error"|"denied", "error": str | None, "durationMs": int}
     {"seq", "type": "approval", "tool", "effect", "decision": "denied"|"granted"}
     {"seq", "type": "incident", "kind", "detail"}
+    {"seq", "type": "retry", "turn", "attempt", "cause", "status": int | None, "reason",
+     "delayMs"}                      # the provider retried a transient fault
 
 Incident kinds written by the harness: ``approval_denied``, ``usage_unreported``
 (once per run), ``compaction``, ``budget_exceeded``, ``tool_error``,
 ``unencodable_text`` (lone surrogates from the model replaced by U+FFFD).
 A ``model_call`` event may also carry ``skippedFrames`` (SSE keep-alives
 skipped), ``partial`` (``{"content", "toolCalls"}`` of an answer that never
-finished) and ``streamError`` (the server's error message in the stream).
+finished) and ``streamError`` (the server's error message in the stream);
+``empty_response`` (an answer with no content and no tool call; whether the
+run passes stays the verifiers' decision).
 Turns are numbered from 1; a compaction call carries the turn it precedes.
 """
 
@@ -27,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from lab.agents.builtin.budget import BudgetName
-from lab.errors import CassetteMiss
+from lab.errors import CassetteMiss, ProviderError
 from lab.files import encodable
 from lab.providers.base import Completion, Usage
 
@@ -175,6 +179,16 @@ def encodable_value(value: Any) -> tuple[Any, int]:
         pairs = [(encodable_value(k), encodable_value(v)) for k, v in value.items()]
         return {k: v for (k, _), (v, _) in pairs}, sum(a + b for (_, a), (_, b) in pairs)
     return value, 0
+def provider_error(exc: ProviderError, retries: list[dict[str, Any]]) -> dict[str, Any]:
+    """``AgentResult.error`` for a provider failure: kind, cause, one-line message, the retries
+    made, and the server's HTTP ``status`` and error ``type``/``code``/``message`` when it sent them."""
+    error: dict[str, Any] = {"kind": "provider", "cause": exc.cause,
+                             "message": " ".join(str(exc).split()), "retries": retries}
+    if exc.status is not None:
+        error["status"] = exc.status
+    if exc.server is not None:
+        error["server"] = dict(exc.server)
+    return error
 
 
 def divergence_error(exc: CassetteMiss) -> dict[str, Any]:

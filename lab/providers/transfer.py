@@ -1,0 +1,90 @@
+"""Reading one provider answer under an overall deadline and a size cap.
+
+httpx's read timeout applies to each read, so a server that sends an SSE
+keep-alive comment every few seconds, or trickles a body a byte at a time,
+never trips it. ``deadline_guard`` ends the transfer at the call's deadline
+whatever the server sends: a timer shuts the connection's socket down
+(``response.extensions["network_stream"]``, an httpx extension), which wakes
+the blocked read; the caller then reports a timeout.
+
+``capped`` counts the decoded body as it arrives and stops at
+``max_response_bytes`` without keeping what came before, so an oversized
+answer costs neither memory nor disk.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import httpx
+
+from lab.errors import ProviderError
+
+
+class ResponseTooLarge(ProviderError):
+    """The answer passed ``provider.max_response_bytes``; its body is not kept."""
+
+    cause = "response_too_large"
+
+
+@contextmanager
+def deadline_guard(response: httpx.Response, remaining_s: float) -> Iterator[threading.Event]:
+    """Shut ``response``'s connection down ``remaining_s`` seconds from now.
+
+    Yields:
+        An event that is set when the guard fired, so the caller can tell a
+        read cut by the deadline from any other connection fault.
+    """
+    fired = threading.Event()
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+
+    def fire() -> None:
+        fired.set()
+        if isinstance(sock, socket.socket):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed: the transfer is over anyway
+    timer = threading.Timer(max(0.0, remaining_s), fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield fired
+    finally:
+        timer.cancel()
+
+
+class _CappedStream(httpx.SyncByteStream):
+    def __init__(self, chunks: Iterator[bytes], limit: int, too_large: Callable[[int], ProviderError],
+                 check: Callable[[], None]) -> None:
+        self._chunks, self._limit, self._too_large, self._check = chunks, limit, too_large, check
+
+    def __iter__(self) -> Iterator[bytes]:
+        total = 0
+        for chunk in self._chunks:
+            self._check()
+            total += len(chunk)
+            if total > self._limit:
+                raise self._too_large(total)
+            yield chunk
+
+
+def capped(response: httpx.Response, limit: int, too_large: Callable[[int], ProviderError],
+           check: Callable[[], None] = lambda: None) -> httpx.Response:
+    """A response whose body is ``response``'s decoded body, read lazily, refused past ``limit`` bytes.
+
+    Args:
+        response: an open streaming response.
+        limit: the most decoded bytes accepted.
+        too_large: builds the error raised with the byte count reached.
+        check: called before each chunk is counted (e.g. a deadline check
+            where no socket can be shut down).
+    """
+    headers = [(k, v) for k, v in response.headers.multi_items()
+               if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+    return httpx.Response(response.status_code, headers=headers, request=response.request,
+                          stream=_CappedStream(response.iter_bytes(), limit, too_large, check))
