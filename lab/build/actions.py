@@ -38,8 +38,29 @@ def ci_gate_action(report_dirs: list[Path], skipped: list[tuple[str, str]]) -> A
     return exit_with(code)
 
 
+RESULT_STATUSES = frozenset({"pass", "fail", "budget_exceeded"})
+"""Statuses that are results: kept, never executed again with the same inputs."""
+
+
+def is_result(record: dict[str, Any]) -> bool:
+    """Whether ``record`` holds a result (kept) rather than an infrastructure error (run again).
+
+    ``pass``, ``fail`` and ``budget_exceeded`` are results, and so is a replay
+    divergence (the harness's own finding, the same on every replay). Every
+    other ``error`` (provider unreachable, missing credentials, rate-limited
+    past retries, workspace or sandbox failure, a crash in the lab) says
+    nothing about the agent: like a failed build target, it is out of date.
+    """
+    status = record.get("status")
+    if status in RESULT_STATUSES:
+        return True
+    error = record.get("error")
+    return status == "error" and isinstance(error, dict) and error.get("kind") == "replay_divergence"
+
+
 class RecordCurrent:
-    """doit uptodate check: the record exists and was made from these inputs."""
+    """doit uptodate check: the record exists, was made from these inputs and holds a result
+    (an infrastructure error is run again, see :func:`is_result`)."""
 
     def __init__(self, target: Path, inputs: dict[str, Any]) -> None:
         self.target = target
@@ -52,7 +73,7 @@ class RecordCurrent:
             record = json.loads(self.target.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return False
-        return isinstance(record, dict) and record.get("inputs") == self.inputs
+        return isinstance(record, dict) and record.get("inputs") == self.inputs and is_result(record)
 
 
 class RecordsUnchanged:
