@@ -8,12 +8,36 @@ already printed its one-line reason.
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 # Filled by the summary actions; read by ``lab run`` to return the SPEC exit code.
 OUTCOME: dict[str, Any] = {}
+
+Action = TypeVar("Action", bound=Callable[..., Any])
+
+
+def disk_faults(action: Action) -> Action:
+    """Wrap an action so that a fault of the disk it writes to (full, read-only, gone) is one
+    line naming the data dir and the fault, and exit 1, instead of doit's traceback."""
+
+    @functools.wraps(action)
+    def guarded(*args: Any) -> Any:
+        from doit.exceptions import TaskFailed
+
+        from lab import paths
+        from lab.build.depdb import describe_os_error
+
+        try:
+            return action(*args)
+        except OSError as exc:
+            message = describe_os_error(exc, paths.data_dir())
+            print(message, file=sys.stderr, flush=True)
+            return TaskFailed(message, report=False)
+    return guarded  # type: ignore[return-value]
 
 
 def exit_with(code: int) -> Any:
@@ -104,6 +128,7 @@ def records_digest(records: list[Path], header: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
+@disk_faults
 def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> None:
     from lab.execute.progress import display
     from lab.execute.run import execute_run
@@ -161,6 +186,7 @@ def report_header(prep: Any) -> dict[str, Any]:
             "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs})}
 
 
+@disk_faults
 def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict[str, Any]) -> Any:
     import json
 
@@ -178,6 +204,7 @@ def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict
     return {"records": records_digest(records, header)}
 
 
+@disk_faults
 def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
     from doit.exceptions import TaskFailed
 

@@ -35,11 +35,13 @@ def run_graph(basename: str, overrides: Sequence[str]) -> int:
     from doit.cmd_base import ModuleTaskLoader
     from doit.doit_cmd import DoitMain
 
+    from lab.build.depdb import PLUGINS
+
     graph.REQUESTED = {basename}
     OUTCOME.clear()
     namespace: dict[str, Any] = dict(TASK_CREATORS)
     namespace["DOIT_CONFIG"] = graph.doit_config(dict(o.split("=", 1) for o in overrides if "=" in o))
-    result = DoitMain(ModuleTaskLoader(namespace)).run([basename, *overrides])
+    result = DoitMain(ModuleTaskLoader(namespace), extra_config=PLUGINS).run([basename, *overrides])
     if "code" in OUTCOME:
         return int(OUTCOME["code"])
     return 0 if result == 0 else 1

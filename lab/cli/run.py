@@ -30,7 +30,9 @@ def _doit(basename: str, overrides: list[str]) -> int:
     if bad:
         print(f"lab {basename}: expected key=value overrides, got {' '.join(bad)!r}", file=sys.stderr)
         return 1
-    return run_graph(basename, overrides)
+    from lab.cli.options import guarded
+
+    return guarded("run" if basename == "eval" else basename, lambda: run_graph(basename, overrides))
 
 
 def ci(overrides: list[str]) -> int:

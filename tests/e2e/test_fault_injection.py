@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -134,3 +134,103 @@ def test_missing_credentials_then_set_runs_again(tmp_path: Path, stub: Stub) -> 
     assert stub.calls == 2
     assert [r["status"] for r in assert_report_matches_records(tmp_path)["runs"]] == ["fail", "fail"]  # type: ignore[index]
     assert second.returncode == 0
+
+
+# 2. doit's own parallel flag runs the runs in threads; its process pool is refused in one line.
+
+def test_doit_n_2_runs_in_threads_and_finishes(tmp_path: Path) -> None:
+    result = run_cmd(["doit", "-n", "2", "eval", "suite=core", "mode=replay", "force=true"], tmp_path,
+                     timeout_s=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "pickle" not in result.stderr
+    assert len(assert_report_matches_records(tmp_path)["runs"]) == 5  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("flags", [["-P", "process"], ["--parallel-type=process"]])
+def test_doit_process_pool_is_refused_in_one_line(tmp_path: Path, flags: list[str]) -> None:
+    result = run_cmd(["doit", "-n", "2", *flags, "eval", "suite=core", "mode=replay"], tmp_path, timeout_s=60)
+    assert_one_line(result, 1, "jobs=N", "-n N")
+    assert not record_files(tmp_path)
+
+
+# 5. Faults of the disk and of the data directory: one line, exit 1, under `lab` and `doit`.
+
+def data_dir_cases(tmp_path: Path) -> dict[str, Path]:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory\n")
+    return {"file": a_file, "under-a-file": a_file / "runs", "proc": Path("/proc/nope")}
+
+
+@pytest.mark.parametrize("case", ["file", "under-a-file", "proc"])
+@pytest.mark.parametrize("exe", ["lab", "doit"])
+def test_unusable_data_dir_is_one_line_and_exit_1(tmp_path: Path, case: str, exe: str) -> None:
+    data = data_dir_cases(tmp_path)[case]
+    result = lab(["suite=core", "mode=replay"], data, exe=exe)
+    assert_one_line(result, 1, f"data dir {data}")
+
+
+def can_mount() -> str | None:
+    """None when this test may mount in a private namespace (``unshare -m``), else why not."""
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return "unshare/mount not installed"
+    probe = subprocess.run(["unshare", "-m", "mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", "/mnt"],
+                           capture_output=True, text=True, check=False)
+    return None if probe.returncode == 0 else f"cannot mount in a private namespace: {probe.stderr.strip()}"
+
+
+MOUNT_SKIP = can_mount()
+
+
+def in_namespace(script: str, data: Path, exe: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` (mount commands) then the command, in a private mount namespace."""
+    command = " ".join([str(BIN / exe), "run" if exe == "lab" else "eval", *args])
+    return subprocess.run(["unshare", "-m", "sh", "-c", f"{script} && exec {command}"], cwd=ROOT,
+                          env=run_env(data), capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          timeout=300, check=False)
+
+
+@pytest.mark.skipif(MOUNT_SKIP is not None, reason=str(MOUNT_SKIP))
+@pytest.mark.parametrize("exe", ["lab", "doit"])
+def test_read_only_data_dir_is_one_line_and_exit_1(tmp_path: Path, exe: str) -> None:
+    data = tmp_path / "ro"
+    data.mkdir()
+    result = in_namespace(f"mount --bind {data} {data} && mount -o remount,bind,ro {data}", data, exe,
+                          "suite=core", "mode=replay")
+    assert_one_line(result, 1, f"data dir {data}", "read-only")
+
+
+@pytest.mark.skipif(MOUNT_SKIP is not None, reason=str(MOUNT_SKIP))
+@pytest.mark.parametrize("exe", ["lab", "doit"])
+def test_full_disk_mid_eval_is_one_line_exit_1_and_resumes(tmp_path: Path, exe: str) -> None:
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    data = mount / "runs"
+    # 100 KiB hold a few run records of smoke-coding but not the whole eval and its report.
+    result = in_namespace(f"mount -t tmpfs -o size=100k tmpfs {mount}", data, exe,
+                          "suite=smoke-coding", "mode=replay")
+    line = assert_one_line(result, 1, f"data dir {data}", "No space left on device")
+    assert "warning" not in line
+    # the namespace (and its tmpfs) is gone; nothing half-written was ever visible there, and the
+    # same command on a disk with room completes
+    again = lab(["suite=smoke-coding", "mode=replay"], tmp_path / "roomy", exe=exe)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert len(assert_report_matches_records(tmp_path / "roomy")["runs"]) == 7  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("exe", "garbage"), [
+    ("lab", b"garbage\n"), ("doit", b"\x00" * 4096), ("lab", b"SQLite format 3\x00" + b"\xff" * 200)],
+    ids=["lab-text", "doit-zeros", "lab-bad-pages"])
+def test_corrupted_dependency_db_is_rebuilt_with_one_warning(tmp_path: Path, garbage: bytes, exe: str) -> None:
+    first = lab(["suite=core", "mode=replay"], tmp_path, exe=exe)
+    assert first.returncode == 0, first.stderr
+    before = {p: p.stat().st_mtime_ns for p in record_files(tmp_path)}
+    (tmp_path / ".doit.sqlite").write_bytes(garbage)
+    again = lab(["suite=core", "mode=replay"], tmp_path, exe=exe)
+    line = assert_one_line(again, 0, "warning:", ".doit.sqlite", "rebuilt")
+    assert "corrupt" in line
+    assert "5 run(s) up to date" in again.stdout
+    assert {p: p.stat().st_mtime_ns for p in record_files(tmp_path)} == before
+    assert (tmp_path / ".doit.sqlite.corrupt").read_bytes() == garbage
+    third = lab(["suite=core", "mode=replay"], tmp_path, exe=exe)
+    assert third.returncode == 0 and third.stderr == ""
+    assert_report_matches_records(tmp_path)
