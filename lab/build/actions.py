@@ -131,14 +131,42 @@ def records_digest(records: list[Path], header: dict[str, Any]) -> str:
 @disk_faults
 def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> None:
     from lab.execute.progress import display
-    from lab.execute.run import execute_run
-    from lab.files import write_json
-    from lab.report import run_json_line
 
     ident = {"taskId": spec.task_id, "repetition": spec.repetition, "seed": spec.seed}
     if ctx.voided or ctx.cancel.is_set():
         ctx.events.emit("run_not_run", **ident, reason="voided" if ctx.voided else "cancelled")
         return
+    from lab.build.claims import claim, run_lock
+
+
+    # Another command on this data dir may be running this very run: wait for it, then
+    # take its record when it holds a result (each run is executed once, SPEC X4).
+    with claim(run_lock(target), on_wait=lambda pid: _note_wait(ctx, pid)):
+        rerun = ctx.config.data["force"] or ctx.config.mode == "record"
+        if not rerun and RecordCurrent(target, inputs)(None, {}):
+            ctx.events.emit("run_skipped", **ident, reason="run by another command")
+            display().run_skipped()
+            return
+        _execute(ctx, spec, target, inputs, ident)
+
+
+def _note_wait(ctx: Any, pid: str) -> None:
+    """Say once per other command that this one waits for the runs it is executing."""
+    from lab.execute.progress import display
+
+    note = f"waiting for runs another command on this data dir is executing (pid {pid})"
+    if note not in ctx.warned:
+        ctx.warned.add(note)
+        display().print(f"  {note}")
+
+
+def _execute(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any], ident: dict[str, Any]) -> None:
+    """Execute one claimed run, write its record, report it on the console."""
+    from lab.execute.progress import display
+    from lab.execute.run import execute_run
+    from lab.files import write_json
+    from lab.report import run_json_line
+
     ctx.events.emit("run_started", **ident)
     try:
         with ctx.running():
@@ -197,11 +225,15 @@ def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict
     ctx = prep.ctx
     if ctx.cancel.is_set():
         return TaskFailed("cancelled: no report published", report=False)
-    runs = [json.loads(p.read_text(encoding="utf-8")) for p in records if p.exists()]
-    doc = build_report({**header, "voided": len(runs) < len(records)}, runs)
-    write_report(report_dir, doc, runs)
+    from lab.build.claims import claim, report_lock
+
+    with claim(report_lock(report_dir)):  # built from the records on disk, published whole
+        runs = [json.loads(p.read_text(encoding="utf-8")) for p in records if p.exists()]
+        doc = build_report({**header, "voided": len(runs) < len(records)}, runs)
+        write_report(report_dir, doc, runs)
+        digest = records_digest(records, header)
     ctx.events.emit("report_written", path=str(report_dir))
-    return {"records": records_digest(records, header)}
+    return {"records": digest}
 
 
 @disk_faults

@@ -234,3 +234,70 @@ def test_corrupted_dependency_db_is_rebuilt_with_one_warning(tmp_path: Path, gar
     third = lab(["suite=core", "mode=replay"], tmp_path, exe=exe)
     assert third.returncode == 0 and third.stderr == ""
     assert_report_matches_records(tmp_path)
+
+
+# 4. Two evals on one data dir run each run once; the report equals the records on disk.
+
+class Gate:
+    """A stub whose first request waits until the test opens the gate."""
+
+    def __init__(self, server: LocalHTTPServer) -> None:
+        self.server = server
+        self.first = threading.Event()
+        self.open = threading.Event()
+        server.handler = self.answer
+
+    def answer(self, request: Request, response: Response) -> None:
+        if not self.first.is_set():
+            self.first.set()
+            self.open.wait(timeout=120)
+        response.send_json(200, ANSWER)
+
+
+def start(args: list[str], data_dir: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen([str(BIN / "lab"), "run", *args], cwd=ROOT, env=run_env(data_dir, LAB_TEST_KEY="k"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+
+
+def test_two_identical_evals_at_once_execute_each_run_once(tmp_path: Path) -> None:
+    with LocalHTTPServer() as server:
+        gate = Gate(server)
+        args = [
+            "suite=smoke-coding", "provider=openai", f"provider.base_url={server.url}/v1",
+            "provider.stream=false", "provider.max_retries=0", "provider.api_key_env=LAB_TEST_KEY",
+            "tasks=[rename-symbol,fix-default-argument]", "k=3"]
+        first = start(args, tmp_path)
+        try:
+            assert gate.first.wait(timeout=120), "the first eval never called the provider"
+            second = start(args, tmp_path)
+            assert second.stdout is not None
+            for line in second.stdout:  # the second command reaches the run the first one holds
+                if "waiting for runs another command" in line:
+                    break
+            gate.open.set()
+            out2, err2 = second.communicate(timeout=300)
+            out1, err1 = first.communicate(timeout=300)
+        finally:
+            gate.open.set()
+            first.kill()
+        assert first.returncode == 0, out1 + err1
+        assert second.returncode == 0, out2 + err2
+        assert len(server.requests) == 6  # each of the 2 x 3 runs called the provider once
+        assert not server.errors
+    assert "Traceback" not in err1 + err2
+    assert "run(s) up to date" in out2
+    assert len(record_files(tmp_path)) == 6
+    report = assert_report_matches_records(tmp_path)
+    assert len(report["runs"]) == 6  # type: ignore[arg-type]
+
+
+def test_two_configurations_at_once_on_one_data_dir_each_run_their_own(tmp_path: Path, stub: Stub) -> None:
+    stub.up.set()
+    a = start(live_args(stub, "provider.model=model-a"), tmp_path)
+    b = start(live_args(stub, "provider.model=model-b"), tmp_path)
+    out_a, err_a = a.communicate(timeout=300)
+    out_b, err_b = b.communicate(timeout=300)
+    assert a.returncode == b.returncode == 0, out_a + err_a + out_b + err_b
+    assert stub.calls == 4
+    assert sorted(r.json()["model"] for r in stub.server.requests) == ["model-a"] * 2 + ["model-b"] * 2
+    assert len(list(tmp_path.glob("*/*/reports/*/report.json"))) == 2
