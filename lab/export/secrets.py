@@ -66,7 +66,7 @@ CREDENTIAL_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 MIN_CREDENTIAL_CHARS = 8
 SK_KEY = re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{32,}")
 SK_KIND = "sk- API key (OpenAI/Anthropic style)"
-IDENTIFIER_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+IDENTIFIER_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
 @dataclass(frozen=True)
