@@ -25,8 +25,8 @@ def verifier(j: int) -> dict[str, Any]:
     return {"id": f"v{j}", "kind": "file-contains", "path": "a.txt", "text": "x"}
 
 
-def task(i: int, verifiers: int = 3) -> dict[str, Any]:
-    return {"id": f"task-{i}", "prompt": f"Do thing {i}.", "fixture": f"fixtures/t{i}",
+def task(i: int, verifiers: int = 3, fixture: str | None = None) -> dict[str, Any]:
+    return {"id": f"task-{i}", "prompt": f"Do thing {i}.", "fixture": fixture or f"fixtures/t{i}",
             "budget": {"maxTurns": 5, "maxWallMs": 60000}, "policy": {"mode": "auto", "allow": ["write"]},
             "verifiers": [verifier(j) for j in range(verifiers)], "tags": ["bench"]}
 
@@ -51,18 +51,20 @@ def timed(path: Path) -> float:
 
 
 def main(sizes: list[int]) -> None:
-    results: dict[int, tuple[float, float]] = {}
+    results: dict[int, tuple[float, float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        load_suite(write_suite(Path(tmp) / "warm", [task(0)]))  # imports and schema compilation
+        load_suite(write_suite(Path(tmp) / "warm", [task(0)]))  # imports
         for n in sizes:
-            many_tasks = write_suite(Path(tmp) / f"tasks-{n}", [task(i) for i in range(n)])
+            shared = write_suite(Path(tmp) / f"shared-{n}", [task(i, fixture="fixtures/t0") for i in range(n)])
+            own = write_suite(Path(tmp) / f"own-{n}", [task(i) for i in range(n)])
             many_verifiers = write_suite(Path(tmp) / f"verifiers-{n}", [task(0, verifiers=n)])
-            results[n] = (timed(many_tasks), timed(many_verifiers))
-            print(f"{n:>7} tasks: {results[n][0]:6.2f} s   {n:>7} verifiers in one task: {results[n][1]:6.2f} s")
+            results[n] = (timed(shared), timed(own), timed(many_verifiers))
+            print(f"{n:>7} tasks, one fixture: {results[n][0]:6.2f} s   own fixtures: {results[n][1]:6.2f} s   "
+                  f"{n} verifiers in one task: {results[n][2]:6.2f} s")
     small, large = min(sizes), max(sizes)
     if small != large:
-        print(f"ratio {large}/{small}: tasks {results[large][0] / results[small][0]:.1f}, "
-              f"verifiers {results[large][1] / results[small][1]:.1f} (linear: {large / small:.0f})")
+        ratios = ", ".join(f"{results[large][i] / results[small][i]:.1f}" for i in range(3))
+        print(f"ratios {large}/{small}: {ratios} (linear: {large / small:.0f})")
 
 
 if __name__ == "__main__":
