@@ -169,6 +169,12 @@ def test_unusable_data_dir_is_one_line_and_exit_1(tmp_path: Path, case: str, exe
     assert_one_line(result, 1, f"data dir {data}")
 
 
+def test_unusable_data_dir_under_a_multirun_is_one_line(tmp_path: Path) -> None:
+    data = data_dir_cases(tmp_path)["file"]
+    result = lab(["-m", "suite=core", "mode=replay", "k=1,2"], data)
+    assert_one_line(result, 1, f"data dir {data}")
+
+
 def can_mount() -> str | None:
     """None when this test may mount in a private namespace (``unshare -m``), else why not."""
     if shutil.which("unshare") is None or shutil.which("mount") is None:
