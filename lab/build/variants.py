@@ -133,6 +133,12 @@ def variant_tasks(prepared: list[tuple[str, Any]], root: Path) -> Iterator[dict[
 
 
 def _compare_action(prepared: list[tuple[str, Any]], root: Path) -> Any:
+    from lab.build.actions import disk_faults
+
+    return disk_faults(_compare)(prepared, root)  # a full or read-only data dir: one line, exit 1
+
+
+def _compare(prepared: list[tuple[str, Any]], root: Path) -> Any:
     import json
 
     from lab.build.actions import OUTCOME
