@@ -80,12 +80,17 @@ def _check_data_dir(data: Path, *, exit_on_error: bool) -> None:
 
 def _backend(under_doit: bool) -> str:
     """doit's DB backend: the lab's (rebuilt when corrupted, see lab.build.depdb) wherever doit
-    finds its plugin table: always under ``lab``; under ``doit`` from the checkout (pyproject.toml)."""
-    from lab.build.depdb import BACKEND_NAME
+    finds its plugin table: always under ``lab``; under ``doit`` when the ``pyproject.toml`` doit
+    reads (the one in the current directory) declares it, as the checkout's does."""
+    from lab.build.depdb import BACKEND_NAME, PLUGINS
 
-    if not under_doit or Path("pyproject.toml").absolute() == paths.ROOT / "pyproject.toml":
+    if not under_doit:
         return BACKEND_NAME
-    return "sqlite3"
+    try:
+        declared = PLUGINS["BACKEND"][BACKEND_NAME] in Path("pyproject.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        declared = False
+    return BACKEND_NAME if declared else "sqlite3"
 
 
 def process_pool_requested(argv: list[str]) -> bool:
