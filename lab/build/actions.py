@@ -29,13 +29,14 @@ def disk_faults(action: Action) -> Action:
         from doit.exceptions import TaskFailed
 
         from lab import paths
-        from lab.build.depdb import describe_os_error
+        from lab.build.depdb import DISK_FAULT_REPORTED, describe_os_error
 
         try:
             return action(*args)
         except OSError as exc:
             message = describe_os_error(exc, paths.data_dir())
             print(message, file=sys.stderr, flush=True)
+            DISK_FAULT_REPORTED.append(message)
             return TaskFailed(message, report=False)
     return guarded  # type: ignore[return-value]
 

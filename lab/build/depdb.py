@@ -33,6 +33,11 @@ PLUGINS = {"BACKEND": {BACKEND_NAME: "lab.build.depdb:LabSqliteDB"}}
 """doit's plugin table for :class:`LabSqliteDB` (also in pyproject.toml)."""
 
 
+# Set once this process has printed the line for a disk fault: the DB's own failure to save,
+# which follows from the same fault, then adds no second line.
+DISK_FAULT_REPORTED: list[str] = []
+
+
 class DataDirError(LabError):
     """The data dir (``LAB_DATA_DIR``) cannot hold the run store: one line, exit 1."""
 
@@ -105,5 +110,7 @@ class LabSqliteDB(SqliteDB):  # type: ignore[misc]
         try:
             super().dump()
         except (sqlite3.Error, OSError) as exc:
+            if DISK_FAULT_REPORTED:
+                return
             print(f"warning: {self.name}: dependency database not saved ({exc}); the run records are "
                   "on disk and the next command rebuilds it", file=sys.stderr, flush=True)

@@ -233,9 +233,10 @@ def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> It
     try:
         start_eval(prep)
     except OSError as exc:  # the data dir filled up or turned read-only since doit_config checked it
-        from lab.build.depdb import describe_os_error
+        from lab.build.depdb import DISK_FAULT_REPORTED, describe_os_error
 
-        yield from usage_error_tasks(prep.basename, describe_os_error(exc, paths.data_dir()))
+        DISK_FAULT_REPORTED.append(describe_os_error(exc, paths.data_dir()))
+        yield from usage_error_tasks(prep.basename, DISK_FAULT_REPORTED[-1])
         return
     yield from (run_task(prep, spec, always=always) for spec in prep.specs)
     yield report_task(prep)
