@@ -78,6 +78,10 @@ def looks_like_sqlite(path: Path) -> bool:
     return head in (b"", b"SQLite format 3\x00")
 
 
+CORRUPT = ("not a database", "malformed", "corrupt")
+"""Words of SQLite's messages for a damaged file (other open failures are the disk's)."""
+
+
 class LabSqliteDB(SqliteDB):  # type: ignore[misc]
     """doit's sqlite3 backend that rebuilds a corrupted file and never fails at save time."""
 
@@ -90,7 +94,13 @@ class LabSqliteDB(SqliteDB):  # type: ignore[misc]
         try:
             super().__init__(name, codec, module_name=module_name)
         except DatabaseException as exc:
-            self._set_aside(path, str(exc).rsplit("Original error: ", 1)[-1])
+            reason = str(exc).rsplit("Original error: ", 1)[-1]
+            if not any(word in reason for word in CORRUPT):
+                # Not the file's fault (disk full, read-only, gone): one line, exit 1, under doit too.
+                print(f"data dir {path.parent}: cannot open the dependency database: {reason}",
+                      file=sys.stderr, flush=True)
+                raise SystemExit(1) from None
+            self._set_aside(path, reason)
             super().__init__(name, codec, module_name=module_name)
 
     @staticmethod
