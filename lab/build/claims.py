@@ -1,7 +1,7 @@
 """Exclusive claims on the run store: two commands on one data dir run each run once (SPEC X4).
 
 Before a run executes, its command claims it: an exclusive ``flock`` on a
-lock file beside the record (``runs/<taskId>/.<s…-r…>.lock``). A second
+lock file of its own (``<store>/.locks/runs/<taskId>/<s…-r…>.lock``). A second
 command that reaches the same run waits until the first has written the
 record, then finds it up to date and does not execute it again. The report
 is built and published under a claim of its own, from the records on disk,
@@ -23,13 +23,16 @@ from pathlib import Path
 
 
 def run_lock(record: Path) -> Path:
-    """The lock file of the run whose record is ``record``: ``.<stem>.lock`` beside it."""
-    return record.with_name(f".{record.stem}.lock")
+    """The lock file of the run whose record is ``<store>/runs/<taskId>/<name>.json``:
+    ``<store>/.locks/runs/<taskId>/<name>.lock`` (apart, so nothing that lists records or
+    reports ever meets a lock file)."""
+    store = record.parent.parent.parent
+    return store / ".locks" / "runs" / record.parent.name / f"{record.stem}.lock"
 
 
 def report_lock(report_dir: Path) -> Path:
-    """The lock file of a report directory: ``.<runId>.lock`` beside it."""
-    return report_dir.with_name(f".{report_dir.name}.lock")
+    """The lock file of ``<store>/reports/<runId>``: ``<store>/.locks/reports/<runId>.lock``."""
+    return report_dir.parent.parent / ".locks" / "reports" / f"{report_dir.name}.lock"
 
 
 @contextmanager

@@ -27,9 +27,9 @@ def holder(lock: Path) -> subprocess.Popen[str]:
     return proc
 
 
-def test_lock_names_sit_beside_what_they_guard(tmp_path: Path) -> None:
-    assert run_lock(tmp_path / "runs" / "t" / "s0-r1.json") == tmp_path / "runs" / "t" / ".s0-r1.lock"
-    assert report_lock(tmp_path / "reports" / "x.k1.s0") == tmp_path / "reports" / ".x.k1.s0.lock"
+def test_lock_files_live_apart_from_records_and_reports(tmp_path: Path) -> None:
+    assert run_lock(tmp_path / "runs" / "t" / "s0-r1.json") == tmp_path / ".locks" / "runs" / "t" / "s0-r1.lock"
+    assert report_lock(tmp_path / "reports" / "x.k1.s0") == tmp_path / ".locks" / "reports" / "x.k1.s0.lock"
 
 
 def test_a_claim_held_by_another_process_waits_and_names_its_pid(tmp_path: Path) -> None:
