@@ -20,7 +20,7 @@ import jsonschema
 from lab.errors import LabError, RecordVersionError
 
 REPORT_SCHEMA_VERSION = 1
-PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
 class ReportError(LabError):

@@ -8,6 +8,9 @@ holds the ``doit compare`` and ``doit export`` targets; ``multirun`` is
 ``lab run -m`` (Hydra multirun); ``commands`` runs any of them in-process
 (``lab run``, ``run_suite``) and lists the creators ``dodo.py`` exposes;
 ``api`` is the Python API's ``run_eval`` (callbacks, typed summary).
+``claims`` lets two commands on one data dir execute each run once;
+``depdb`` checks the data dir and keeps doit's dependency DB usable under
+faults (docs/faults.md).
 
 May import: lab.execute and everything below it (config, suites, agents,
 replay, providers, sandbox, compare, export, report, bottom modules).

@@ -8,12 +8,37 @@ already printed its one-line reason.
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 # Filled by the summary actions; read by ``lab run`` to return the SPEC exit code.
 OUTCOME: dict[str, Any] = {}
+
+Action = TypeVar("Action", bound=Callable[..., Any])
+
+
+def disk_faults(action: Action) -> Action:
+    """Wrap an action so that a fault of the disk it writes to (full, read-only, gone) is one
+    line naming the data dir and the fault, and exit 1, instead of doit's traceback."""
+
+    @functools.wraps(action)
+    def guarded(*args: Any) -> Any:
+        from doit.exceptions import TaskFailed
+
+        from lab import paths
+        from lab.build.depdb import DISK_FAULT_REPORTED, describe_os_error
+
+        try:
+            return action(*args)
+        except OSError as exc:
+            message = describe_os_error(exc, paths.data_dir())
+            print(message, file=sys.stderr, flush=True)
+            DISK_FAULT_REPORTED.append(message)
+            return TaskFailed(message, report=False)
+    return guarded  # type: ignore[return-value]
 
 
 def exit_with(code: int) -> Any:
@@ -49,14 +74,37 @@ def failure_reason(report_dir: Path) -> str:
     if summary["divergences"]:
         return f"replay divergence: {summary['divergences']} run(s) diverged from the recording"
     return f"{summary['errors']} run(s) could not be judged (infrastructure errors)"
+
+
 def forgotten_marker(target: Path) -> Path:
     """The marker ``doit forget`` leaves beside a run record: the record is kept but out of date."""
     return target.with_name(target.name + ".forgotten")
 
 
+RESULT_STATUSES = frozenset({"pass", "fail", "budget_exceeded"})
+"""Statuses that are results: kept, never executed again with the same inputs."""
+
+
+def is_result(record: dict[str, Any]) -> bool:
+    """Whether ``record`` holds a result (kept) rather than an infrastructure error (run again).
+
+    ``pass``, ``fail`` and ``budget_exceeded`` are results, and so is a replay
+    divergence (the harness's own finding, the same on every replay). Every
+    other ``error`` (provider unreachable, missing credentials, rate-limited
+    past retries, workspace or sandbox failure, a crash in the lab) says
+    nothing about the agent: like a failed build target, it is out of date.
+    """
+    status = record.get("status")
+    if status in RESULT_STATUSES:
+        return True
+    error = record.get("error")
+    return status == "error" and isinstance(error, dict) and error.get("kind") == "replay_divergence"
+
+
 class RecordCurrent:
-    """doit uptodate check: the record exists, was made from these inputs, and was
-    not forgotten (``doit forget eval …`` marks records; see lab.build.graph)."""
+    """doit uptodate check: the record exists, was made from these inputs, holds a result
+    (an infrastructure error is run again, see :func:`is_result`) and was not forgotten
+    (``doit forget eval …`` marks records; see lab.build.graph)."""
 
     def __init__(self, target: Path, inputs: dict[str, Any]) -> None:
         self.target = target
@@ -71,7 +119,7 @@ class RecordCurrent:
             record = json.loads(self.target.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return False
-        return isinstance(record, dict) and record.get("inputs") == self.inputs
+        return isinstance(record, dict) and record.get("inputs") == self.inputs and is_result(record)
 
 
 class RecordsUnchanged:
@@ -102,17 +150,45 @@ def records_digest(records: list[Path], header: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
+@disk_faults
 def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> None:
+    from lab.execute.progress import display
+
+    ident = {"taskId": spec.task_id, "repetition": spec.repetition, "seed": spec.seed}
+    if ctx.voided or ctx.cancel.is_set():
+        ctx.events.emit("run_not_run", **ident, reason="voided" if ctx.voided else "cancelled")
+        return None
+    from lab.build.claims import claim, run_lock
+
+    # Another command on this data dir may be running this very run: wait for it, then
+    # take its record when it holds a result (each run is executed once, SPEC X4).
+    with claim(run_lock(target), on_wait=lambda pid: _note_wait(ctx, pid)):
+        rerun = ctx.config.data["force"] or ctx.config.mode == "record"
+        if not rerun and RecordCurrent(target, inputs)(None, {}):
+            ctx.events.emit("run_skipped", **ident, reason="run by another command")
+            display().run_skipped()
+            return None
+        _execute(ctx, spec, target, inputs, ident)
+
+
+def _note_wait(ctx: Any, pid: str) -> None:
+    """Say once per other command that this one waits for the runs it is executing."""
+    from lab.execute.progress import display
+
+    note = f"waiting for runs another command on this data dir is executing (pid {pid})"
+    if note not in ctx.warned:
+        ctx.warned.add(note)
+        display().print(f"  {note}")
+
+
+def _execute(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any], ident: dict[str, Any]) -> None:
+    """Execute one claimed run, write its record, report it on the console."""
     from lab.execute.events import notify_record
     from lab.execute.progress import display
     from lab.execute.run import execute_run
     from lab.files import write_json
     from lab.report import run_json_line
 
-    ident = {"taskId": spec.task_id, "repetition": spec.repetition, "seed": spec.seed}
-    if ctx.voided or ctx.cancel.is_set():
-        ctx.events.emit("run_not_run", **ident, reason="voided" if ctx.voided else "cancelled")
-        return None
     ctx.events.emit("run_started", **ident)
     try:
         with ctx.running():
@@ -207,6 +283,7 @@ def _endpoint_header(prep: Any) -> dict[str, Any]:
             "key": endpoint_key(prep.endpoint)}
 
 
+@disk_faults
 def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict[str, Any]) -> Any:
     import json
 
@@ -217,13 +294,18 @@ def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict
     ctx = prep.ctx
     if ctx.cancel.is_set():
         return TaskFailed("cancelled: no report published", report=False)
-    runs = [json.loads(p.read_text(encoding="utf-8")) for p in records if p.exists()]
-    doc = build_report({**header, "voided": len(runs) < len(records)}, runs)
-    write_report(report_dir, doc, runs)
+    from lab.build.claims import claim, report_lock
+
+    with claim(report_lock(report_dir)):  # built from the records on disk, published whole
+        runs = [json.loads(p.read_text(encoding="utf-8")) for p in records if p.exists()]
+        doc = build_report({**header, "voided": len(runs) < len(records)}, runs)
+        write_report(report_dir, doc, runs)
+        digest = records_digest(records, header)
     ctx.events.emit("report_written", path=str(report_dir))
-    return {"records": records_digest(records, header)}
+    return {"records": digest}
 
 
+@disk_faults
 def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
     from doit.exceptions import TaskFailed
 

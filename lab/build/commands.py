@@ -37,6 +37,8 @@ def run_graph(basename: str, overrides: Sequence[str], *, quiet: bool = False) -
     from doit.cmd_base import ModuleTaskLoader
     from doit.doit_cmd import DoitMain
 
+    from lab.build.depdb import PLUGINS
+
     graph.REQUESTED = {basename}
     OUTCOME.clear()
     namespace: dict[str, Any] = dict(TASK_CREATORS)
@@ -45,7 +47,7 @@ def run_graph(basename: str, overrides: Sequence[str], *, quiet: bool = False) -
         from lab.execute.progress import reset_display
 
         reset_display(quiet=True)
-    result = DoitMain(ModuleTaskLoader(namespace)).run([basename, *overrides])
+    result = DoitMain(ModuleTaskLoader(namespace), extra_config=PLUGINS).run([basename, *overrides])
     if "code" in OUTCOME:
         return int(OUTCOME["code"])
     return 0 if result == 0 else 1

@@ -49,17 +49,63 @@ def doit_config(variables: dict[str, str] | None = None) -> dict[str, Any]:
     """
     from lab.execute.progress import LabReporter, reset_display
 
+    if variables is None and process_pool_requested(sys.argv[1:]):
+        print("doit: -P process is not supported (the runs share locks a process pool cannot pickle); "
+              "use -n N alone or jobs=N, which run N runs at once in threads", file=sys.stderr)
+        raise SystemExit(1)
     data = paths.data_dir()
-    data.mkdir(parents=True, exist_ok=True)
+    under_doit = variables is None
+    _check_data_dir(data, exit_on_error=under_doit)
     variables = _cmdline_variables() if variables is None else variables
     quiet = variables.get("json", "false").lower() in {"true", "1", "yes"}
     reset_display(quiet=quiet)
-    config: dict[str, Any] = {"dep_file": str(data / ".doit.sqlite"), "backend": "sqlite3",
-                              "default_tasks": ["eval"], "verbosity": 2, "reporter": LabReporter}
+    # par_type "thread" also for doit's own ``-n N``: the tasks share locks and events,
+    # which doit's default process pool cannot pickle (it would hang).
+    config: dict[str, Any] = {"dep_file": str(data / ".doit.sqlite"), "backend": _backend(under_doit),
+                              "default_tasks": ["eval"], "verbosity": 2, "reporter": LabReporter,
+                              "par_type": "thread"}
     jobs = variables.get("jobs", "1")
     if jobs.isdigit() and int(jobs) > 1:
-        config.update(num_process=int(jobs), par_type="thread")
+        config.update(num_process=int(jobs))
     return config
+
+
+def _check_data_dir(data: Path, *, exit_on_error: bool) -> None:
+    """The data dir must hold the run store: one line and exit 1 under doit, DataDirError under lab."""
+    from lab.build.depdb import DataDirError, check_data_dir
+
+    try:
+        check_data_dir(data)
+    except DataDirError as exc:
+        if not exit_on_error:
+            raise
+        print(f"doit: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _backend(under_doit: bool) -> str:
+    """doit's DB backend: the lab's (rebuilt when corrupted, see lab.build.depdb) wherever doit
+    finds its plugin table: always under ``lab``; under ``doit`` when the ``pyproject.toml`` doit
+    reads (the one in the current directory) declares it, as the checkout's does."""
+    from lab.build.depdb import BACKEND_NAME, PLUGINS
+
+    if not under_doit:
+        return BACKEND_NAME
+    try:
+        declared = PLUGINS["BACKEND"][BACKEND_NAME] in Path("pyproject.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        declared = False
+    return BACKEND_NAME if declared else "sqlite3"
+
+
+def process_pool_requested(argv: list[str]) -> bool:
+    """Whether doit's command line asks for its process pool (``-P process``, ``--parallel-type=process``)."""
+    for i, arg in enumerate(argv):
+        if arg in {"-P", "--parallel-type"} and argv[i + 1:i + 2] == ["process"]:
+            return True
+        if arg in {"-Pprocess", "--parallel-type=process"}:
+            return True
+    return False
 
 
 def _cmdline_variables() -> dict[str, str]:
@@ -252,10 +298,17 @@ def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> It
 
     With ``gate=False`` the summary only prints (``ci`` gates all suites at the end).
     """
-    if building():
-        start_eval(prep)
-    elif _argv_words()[:1] == ["forget"]:
-        forget_records(prep, _argv_words()[1:])
+    try:
+        if building():
+            start_eval(prep)
+        elif _argv_words()[:1] == ["forget"]:
+            forget_records(prep, _argv_words()[1:])
+    except OSError as exc:  # the data dir filled up or turned read-only since doit_config checked it
+        from lab.build.depdb import DISK_FAULT_REPORTED, describe_os_error
+
+        DISK_FAULT_REPORTED.append(describe_os_error(exc, paths.data_dir()))
+        yield from usage_error_tasks(prep.basename, DISK_FAULT_REPORTED[-1])
+        return
     yield from (run_task(prep, spec, always=always) for spec in prep.specs)
     yield report_task(prep)
     yield {"name": f"{prep.run_id}.summary", "actions": [(summary_action, [prep, prep.report_dir, gate])],

@@ -84,6 +84,10 @@ def run_multirun(overrides: list[str]) -> int:
     from lab.paths import CONF_DIR
 
     try:
+        from lab.build.depdb import check_data_dir
+        from lab.paths import data_dir
+
+        check_data_dir(data_dir())
         overrides = hydra_overrides(overrides)
         combos = combinations(overrides)
         report_dirs = [_report_dir(combo) for combo in combos]

@@ -197,6 +197,12 @@ def variant_tasks(prepared: list[tuple[str, Any]], root: Path, as_json: bool = F
 
 
 def _compare_action(prepared: list[tuple[str, Any]], root: Path, as_json: bool = False) -> Any:
+    from lab.build.actions import disk_faults
+
+    return disk_faults(_compare)(prepared, root, as_json)  # a full or read-only data dir: one line, exit 1
+
+
+def _compare(prepared: list[tuple[str, Any]], root: Path, as_json: bool) -> Any:
     import json
 
     from lab.build.actions import OUTCOME

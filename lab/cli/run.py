@@ -31,7 +31,9 @@ def _doit(basename: str, overrides: list[str], *, command: str | None = None) ->
         print(f"lab {command or basename}: expected key=value overrides, got {' '.join(bad)!r} "
               f"(see `lab {command or basename} --help`)", file=sys.stderr)
         return 1
-    return run_graph(basename, overrides)
+    from lab.cli.options import guarded
+
+    return guarded("run" if basename == "eval" else basename, lambda: run_graph(basename, overrides))
 
 
 def ci(overrides: list[str]) -> int:

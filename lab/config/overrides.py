@@ -22,7 +22,7 @@ from typing import Any
 
 from lab.paths import CONF_DIR, ROOT, from_root
 
-PLAIN_OPTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+PLAIN_OPTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
 def parse_override(text: str) -> Any | None:

@@ -21,7 +21,7 @@ from lab.suites.load import Suite, Task
 # Sources that act on a run; a change to any of them re-executes runs.
 HARNESS_SOURCES = ("agents", "providers", "replay", "sandbox", "execute/run.py", "execute/verifiers.py")
 LAB_DIR = Path(__file__).resolve().parent.parent
-PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from lab.store import find_run, read_report
 
 BUNDLE_SCHEMA_VERSION = 1
 CUSTOM_ENDPOINT = "custom-endpoint"
-PLAIN_IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+PLAIN_IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 # An absolute POSIX path inside any text: a "/" not preceded by a word character, a dot or
 # another path/URL character (so "a/b", "https://x/y", "</div>" and "<tmp>/x" are left alone),
 # or the path of a file:// URL. It ends before whitespace, quotes, brackets and trailing punctuation.

@@ -79,7 +79,7 @@ PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----EN
 # Anthropic x-api-key, Google x-goog-api-key, cookies).
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key",
                                 "x-goog-api-key", "cookie", "set-cookie"})
-IDENTIFIER_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+IDENTIFIER_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
 @dataclass(frozen=True)

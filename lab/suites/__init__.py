@@ -5,7 +5,9 @@ and reports every error at once, naming suite, task and field; ``paths``
 keeps fixture and verifier paths inside the suite (no ``..``, absolute paths
 or escaping symlinks) and computes the content digest; ``source`` resolves
 ``suite=``/``suite_dir=``/``suite.path=`` to a loaded suite (bundled or
-third-party); ``stress`` generates seeded ``chain-walk-rules`` instances.
+third-party); ``stress`` generates seeded ``chain-walk-rules`` instances;
+``validate`` checks the JSON Schema in linear time; ``text`` decides text and
+numbers at load time (excerpts, lone surrogates, integral floats).
 
 May import: the bottom modules only (errors, paths, schemas).
 """

@@ -13,15 +13,17 @@ The format is documented for users in ``docs/suite-format.md``.
 
 from __future__ import annotations
 
+import functools
 import json
-import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lab.errors import SuiteError
 from lab.suites.paths import IGNORED_NAMES, fixture_problem, link_problems, suite_digest, unsafe_path
+from lab.suites.text import excerpt, may_hold_surrogates, name_in_line, read_number, surrogate_problems
 
 __all__ = ["IGNORED_NAMES", "TOOL_NAMES", "Suite", "Task", "field_path", "load_suite",
            "suite_digest", "unsafe_path"]
@@ -31,6 +33,7 @@ TOOL_NAMES = frozenset({"list_dir", "read_file", "write_file", "edit_file", "sea
 RULE_KEYS = {"before": {"first", "then"}, "never": {"tool"}, "max-calls": {"tool", "max"},
              "no-repeat-failure": {"tool"}}
 Problem = tuple[list[Any], str]
+FixtureCheck = Callable[[str], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -91,10 +94,12 @@ def load_suite(path: Path) -> Suite:
     suite_dir = suite_dir.absolute()
     file = suite_dir / "suite.json"
     doc = _read(file, f"suite {suite_dir.name}")
-    label = f"suite {doc['suiteId']}" if isinstance(doc, dict) and isinstance(doc.get("suiteId"), str) \
-        else f"suite {suite_dir.name}"
-    problems = [f"{_where(doc, label, parts)}: {msg}" for parts, msg in _collect(doc, suite_dir)]
-    problems += [f"{label}: {line}" for line in _file_problems(doc, suite_dir)]
+    label = f"suite {name_in_line(doc['suiteId'])}" if isinstance(doc, dict) and isinstance(doc.get("suiteId"), str) \
+        else f"suite {name_in_line(suite_dir.name)}"
+    # One check per distinct fixture path, shared by the task and file checks (linear in tasks).
+    fixture_check: FixtureCheck = functools.cache(lambda rel: unsafe_path(rel) or fixture_problem(suite_dir, rel))
+    problems = [f"{_where(doc, label, parts)}: {msg}" for parts, msg in _collect(doc, fixture_check, may_hold_surrogates(file))]
+    problems += [f"{label}: {line}" for line in _file_problems(doc, suite_dir, fixture_check)]
     problems = list(dict.fromkeys(problems))  # if/then branches can repeat a message
     if problems:
         raise SuiteError([f"{file}: {len(problems)} problem(s)"] + problems)
@@ -104,17 +109,11 @@ def load_suite(path: Path) -> Suite:
 
 
 def _read(file: Path, label: str) -> Any:
-    def finite(text: str) -> float:
-        value = float(text)
-        if not math.isfinite(value):
-            raise ValueError(f"number {text} is out of range")
-        return value
-
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not valid JSON")
 
     try:
-        return json.loads(file.read_text(encoding="utf-8"), parse_float=finite, parse_constant=no_constant)
+        return json.loads(file.read_text(encoding="utf-8"), parse_float=read_number, parse_constant=no_constant)
     except FileNotFoundError:
         raise SuiteError([f"{label}: {file}: no suite.json in this directory"]) from None
     except OSError as exc:
@@ -147,7 +146,7 @@ def _task_label(doc: Any, index: int) -> str:
         task_id = doc["tasks"][index].get("id")
     except (KeyError, IndexError, TypeError, AttributeError):
         task_id = None
-    return f"task {task_id if isinstance(task_id, str) else '#' + str(index)}"
+    return f"task {name_in_line(task_id) if isinstance(task_id, str) else '#' + str(index)}"
 
 
 def _where(doc: Any, label: str, parts: list[Any]) -> str:
@@ -162,22 +161,17 @@ def _sort_key(problem: Problem) -> tuple[Any, ...]:
     return tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in problem[0])
 
 
-def _collect(doc: Any, suite_dir: Path) -> list[Problem]:
-    """Schema and semantic problems together, ordered by field path."""
-    problems = _schema_problems(doc) + _semantic_problems(doc, suite_dir)
+def _collect(doc: Any, fixture_check: FixtureCheck, escapes_surrogate: bool) -> list[Problem]:
+    """Schema, text and semantic problems together, ordered by field path."""
+    from lab.suites.validate import schema_problems
+
+    problems = schema_problems(doc) + _semantic_problems(doc, fixture_check)
+    if escapes_surrogate:
+        problems += surrogate_problems(doc)
     return sorted(problems, key=_sort_key)
 
 
-def _schema_problems(doc: Any) -> list[Problem]:
-    import jsonschema
-
-    from lab.schemas import load_schema
-
-    validator = jsonschema.Draft202012Validator(load_schema("suite"))
-    return [(list(err.absolute_path), err.message) for err in validator.iter_errors(doc)]
-
-
-def _semantic_problems(doc: Any, suite_dir: Path) -> list[Problem]:
+def _semantic_problems(doc: Any, fixture_check: FixtureCheck) -> list[Problem]:
     """Checks the JSON Schema cannot express; each tolerates ill-typed input
     (the schema reports that) so that every problem is found in one pass."""
     import semver
@@ -187,7 +181,7 @@ def _semantic_problems(doc: Any, suite_dir: Path) -> list[Problem]:
     problems: list[Problem] = []
     version = doc.get("suiteVersion")
     if isinstance(version, str) and version and not semver.Version.is_valid(version):
-        problems.append((["suiteVersion"], f"{version!r} is not a semantic version (e.g. 1.0.0)"))
+        problems.append((["suiteVersion"], f"{excerpt(version)} is not a semantic version (e.g. 1.0.0)"))
     raw_tasks = doc.get("tasks")
     tasks: list[Any] = raw_tasks if isinstance(raw_tasks, list) else []
     first_index: dict[str, int] = {}
@@ -197,18 +191,18 @@ def _semantic_problems(doc: Any, suite_dir: Path) -> list[Problem]:
         task_id = task.get("id")
         if isinstance(task_id, str):
             if task_id in first_index:
-                problems.append((["tasks", i, "id"], f"duplicate task id {task_id!r} "
+                problems.append((["tasks", i, "id"], f"duplicate task id {excerpt(task_id)} "
                                                      f"(also tasks[{first_index[task_id]}])"))
             first_index.setdefault(task_id, i)
-        problems += [(["tasks", i, *sub], msg) for sub, msg in _task_problems(task, suite_dir)]
+        problems += [(["tasks", i, *sub], msg) for sub, msg in _task_problems(task, fixture_check)]
     return problems
 
 
-def _task_problems(task: dict[str, Any], suite_dir: Path) -> list[Problem]:
+def _task_problems(task: dict[str, Any], fixture_check: FixtureCheck) -> list[Problem]:
     problems: list[Problem] = []
     fixture = task.get("fixture")
     if isinstance(fixture, str) and fixture:
-        problem = unsafe_path(fixture) or fixture_problem(suite_dir, fixture)
+        problem = fixture_check(fixture)
         if problem:
             problems.append((["fixture"], problem))
     policy = task.get("policy")
@@ -217,20 +211,21 @@ def _task_problems(task: dict[str, Any], suite_dir: Path) -> list[Problem]:
         problems.append((["policy", "readOnly"], "true contradicts policy.allow, which grants 'write'"))
     agent = task.get("agent")
     if isinstance(agent, str) and agent:
-        from lab.paths import CONF_DIR
-
-        profiles = sorted(p.stem for p in (CONF_DIR / "agent").glob("*.yaml"))
+        profiles = _agent_profiles()
         if agent not in profiles:
-            problems.append((["agent"], f"no agent profile {agent!r} (available: {', '.join(profiles)})"))
+            problems.append((["agent"], f"no agent profile {excerpt(agent)} (available: {', '.join(profiles)})"))
     verifiers = task.get("verifiers")
     for j, verifier in enumerate(verifiers if isinstance(verifiers, list) else []):
         if isinstance(verifier, dict):
             problems += [(["verifiers", j, *sub], msg) for sub, msg in _verifier_problems(verifier)]
     ids = [v.get("id") for v in verifiers if isinstance(v, dict)] if isinstance(verifiers, list) else []
+    first: dict[str, int] = {}
     for j, verifier_id in enumerate(ids):
-        if isinstance(verifier_id, str) and verifier_id in ids[:j]:
-            problems.append((["verifiers", j, "id"], f"duplicate verifier id {verifier_id!r} "
-                                                     f"(also verifiers[{ids.index(verifier_id)}])"))
+        if isinstance(verifier_id, str):
+            if verifier_id in first:
+                problems.append((["verifiers", j, "id"], f"duplicate verifier id {excerpt(verifier_id)} "
+                                                         f"(also verifiers[{first[verifier_id]}])"))
+            first.setdefault(verifier_id, j)
     rules = task.get("replayNormalize")
     for j, rule in enumerate(rules if isinstance(rules, list) else []):
         pattern = rule.get("pattern") if isinstance(rule, dict) else None
@@ -240,6 +235,13 @@ def _task_problems(task: dict[str, Any], suite_dir: Path) -> list[Problem]:
             except (re.error, RecursionError, OverflowError, ValueError) as exc:
                 problems.append((["replayNormalize", j, "pattern"], f"invalid regular expression: {exc}"))
     return problems
+
+
+@functools.cache
+def _agent_profiles() -> tuple[str, ...]:
+    from lab.paths import CONF_DIR
+
+    return tuple(sorted(p.stem for p in (CONF_DIR / "agent").glob("*.yaml")))
 
 
 def _verifier_problems(verifier: dict[str, Any]) -> list[Problem]:
@@ -264,7 +266,7 @@ def _verifier_problems(verifier: dict[str, Any]) -> list[Problem]:
         for key in ("first", "then", "tool"):
             value = verifier.get(key)
             if isinstance(value, str) and value and value not in TOOL_NAMES:
-                problems.append(([key], f"unknown tool {value!r} (known: {', '.join(sorted(TOOL_NAMES))})"))
+                problems.append(([key], f"unknown tool {excerpt(value)} (known: {', '.join(sorted(TOOL_NAMES))})"))
         rule = verifier.get("rule")
         if isinstance(rule, str) and rule in RULE_KEYS:
             for key in sorted(set(verifier) & {"first", "then", "tool", "max"} - RULE_KEYS[rule]):
@@ -273,7 +275,7 @@ def _verifier_problems(verifier: dict[str, Any]) -> list[Problem]:
     return problems
 
 
-def _file_problems(doc: Any, suite_dir: Path) -> list[str]:
+def _file_problems(doc: Any, suite_dir: Path, fixture_check: FixtureCheck) -> list[str]:
     """Links and special files, attributed to the first task using the fixture they break."""
     raw_tasks = doc.get("tasks") if isinstance(doc, dict) else None
     tasks: list[Any] = raw_tasks if isinstance(raw_tasks, list) else []
@@ -281,9 +283,8 @@ def _file_problems(doc: Any, suite_dir: Path) -> list[str]:
     fixtures: dict[str, Path] = {}
     for i, task in enumerate(tasks):
         fixture = task.get("fixture") if isinstance(task, dict) else None
-        if isinstance(fixture, str) and fixture and not (unsafe_path(fixture)
-                                                        or fixture_problem(suite_dir, fixture)):
-            users.setdefault(fixture, i)
+        if isinstance(fixture, str) and fixture and fixture not in users and not fixture_check(fixture):
+            users[fixture] = i
             fixtures[fixture] = (suite_dir / fixture).resolve()
     lines = []
     for owner, message in link_problems(suite_dir, fixtures):

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from lab.errors import SuiteError
+from lab.suites.text import excerpt
 
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*/?")
 IGNORED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".git", ".DS_Store"})
 """Names skipped (at any depth) by the digest and the file checks."""
 
@@ -39,26 +42,28 @@ def unsafe_path(rel: str) -> str | None:
     Returns:
         A short explanation naming the path, or None.
     """
+    if _PLAIN_PATH.fullmatch(rel) and ".." not in rel.split("/") and rel not in {".", "./"}:
+        return None  # the common case, decided without building path objects
     if "\x00" in rel:
         return "path contains a NUL byte"
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in rel):
-        return f"path {rel!r} contains a control character"
+        return f"path {excerpt(rel)} contains a control character"
     try:
         rel.encode("utf-8")
     except UnicodeEncodeError:
-        return f"path {rel!r} is not valid Unicode text"
+        return f"path {excerpt(rel)} is not valid Unicode text"
     if rel.startswith("~"):
-        return f"path {rel!r} starts with '~'; use a path relative to the suite"
+        return f"path {excerpt(rel)} starts with '~'; use a path relative to the suite"
     windows = PureWindowsPath(rel)
     if PurePosixPath(rel).is_absolute() or windows.is_absolute() or windows.drive or windows.root:
-        return f"path {rel!r} is absolute; use a relative path"
+        return f"path {excerpt(rel)} is absolute; use a relative path"
     if "\\" in rel:
-        return f"path {rel!r} contains a backslash; use '/' separators"
+        return f"path {excerpt(rel)} contains a backslash; use '/' separators"
     parts = PurePosixPath(rel).parts
     if ".." in parts:
-        return f"path {rel!r} contains '..'; it must stay inside"
+        return f"path {excerpt(rel)} contains '..'; it must stay inside"
     if not parts:
-        return f"path {rel!r} names the directory itself; name something inside it"
+        return f"path {excerpt(rel)} names the directory itself; name something inside it"
     return None
 
 
@@ -72,16 +77,16 @@ def fixture_problem(suite_dir: Path, rel: str) -> str | None:
     try:
         target = (suite_dir / rel).resolve()
         if not target.is_relative_to(root):
-            return f"fixture {rel!r} resolves outside the suite directory"
+            return f"fixture {excerpt(rel)} resolves outside the suite directory"
         if target == root:
-            return f"fixture {rel!r} is the suite directory itself; use a subdirectory"
+            return f"fixture {excerpt(rel)} is the suite directory itself; use a subdirectory"
         if not target.exists():
-            return f"fixture directory {rel!r} does not exist"
+            return f"fixture directory {excerpt(rel)} does not exist"
         if not target.is_dir():
-            return f"fixture {rel!r} is not a directory"
+            return f"fixture {excerpt(rel)} is not a directory"
     except (OSError, RuntimeError, ValueError) as exc:  # loops, names too long, odd bytes
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        return f"fixture {rel!r} cannot be resolved: {reason}"
+        return f"fixture {excerpt(rel)} cannot be resolved: {reason}"
     return None
 
 
@@ -102,10 +107,13 @@ def link_problems(suite_dir: Path, fixtures: dict[str, Path]) -> list[tuple[str 
         and devices are refused: they can be neither copied nor hashed.
     """
     root = suite_dir.resolve()
+    by_target: dict[Path, list[str]] = {}
+    for fixture_rel, target in fixtures.items():
+        by_target.setdefault(target, []).append(fixture_rel)
     found: list[tuple[str, str | None, str]] = []
     for entry in _entries(suite_dir):
         rel = entry.relative_to(suite_dir).as_posix()
-        owner, problem = _entry_problem(entry, rel, root, _owning_fixtures(entry, fixtures))
+        owner, problem = _entry_problem(entry, rel, root, _owning_fixtures(entry, by_target))
         if problem:
             found.append((rel, owner, problem))
     return [(owner, message) for _, owner, message in sorted(found, key=lambda f: f[0])]
@@ -119,14 +127,16 @@ def _entries(suite_dir: Path) -> list[Path]:
     return out
 
 
-def _owning_fixtures(entry: Path, fixtures: dict[str, Path]) -> list[tuple[str, Path]]:
-    """Fixtures holding ``entry``, innermost first (judged by the entry's resolved parent)."""
+def _owning_fixtures(entry: Path, by_target: dict[Path, list[str]]) -> list[tuple[str, Path]]:
+    """Fixtures holding ``entry``, innermost first (judged by the entry's resolved parent).
+
+    Looks up each enclosing directory, so the cost is the entry's depth, not the number of fixtures.
+    """
     try:
         parent = entry.parent.resolve()
     except (OSError, RuntimeError):
         return []
-    owners = [(rel, target) for rel, target in fixtures.items() if parent.is_relative_to(target)]
-    return sorted(owners, key=lambda o: len(o[1].parts), reverse=True)
+    return [(rel, directory) for directory in (parent, *parent.parents) for rel in by_target.get(directory, [])]
 
 
 def _entry_problem(entry: Path, rel: str, root: Path,

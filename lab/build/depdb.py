@@ -1,0 +1,126 @@
+"""doit's dependency database in the data dir, and the data dir itself, under faults (SPEC X4).
+
+The database (``<data dir>/.doit.sqlite``) is a cache: every run record
+carries its inputs, so a run is up to date whatever the database says. Hence:
+
+- a database that is not SQLite any more (overwritten by a crash or a sync
+  tool) is moved aside as ``.doit.sqlite.corrupt`` with one warning line and
+  rebuilt, instead of a traceback on every command;
+- a database that cannot be saved at the end of a command (disk full,
+  read-only) costs one warning line: the run records and the report are
+  already on disk, and the next command rebuilds what is missing.
+
+:class:`LabSqliteDB` is registered as doit backend ``lab-sqlite3`` (the
+``[tool.doit.plugins.backend]`` table of ``pyproject.toml``; ``lab run``
+passes the same table to doit). :func:`check_data_dir` refuses a data dir
+that cannot hold the run store, in one line, before doit opens anything.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+from doit.dependency import DatabaseException, SqliteDB
+
+from lab.errors import LabError
+
+BACKEND_NAME = "lab-sqlite3"
+PLUGINS = {"BACKEND": {BACKEND_NAME: "lab.build.depdb:LabSqliteDB"}}
+"""doit's plugin table for :class:`LabSqliteDB` (also in pyproject.toml)."""
+
+
+# Set once this process has printed the line for a disk fault: the DB's own failure to save,
+# which follows from the same fault, then adds no second line.
+DISK_FAULT_REPORTED: list[str] = []
+
+
+class DataDirError(LabError):
+    """The data dir (``LAB_DATA_DIR``) cannot hold the run store: one line, exit 1."""
+
+
+def check_data_dir(data: Path) -> None:
+    """Create ``data`` if needed and check that the run store can live there.
+
+    Raises:
+        DataDirError: ``data`` is a file, cannot be created, or is not
+            writable; the message names the directory and the fault.
+    """
+    if data.exists() and not data.is_dir():
+        raise DataDirError(f"data dir {data}: not a directory (set LAB_DATA_DIR to a directory)")
+    try:
+        data.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataDirError(describe_os_error(exc, data)) from None
+    if not os.access(data, os.W_OK | os.X_OK):
+        raise DataDirError(f"data dir {data}: not writable (read-only file system or no permission)")
+
+
+def describe_os_error(exc: OSError, data: Path) -> str:
+    """``data dir DIR: <fault> (FILE)``: one line for a disk or permission fault."""
+    fault = exc.strerror or str(exc)
+    where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(data) else ""
+    return f"data dir {data}: {fault}{where}"
+
+
+def looks_like_sqlite(path: Path) -> bool:
+    """Whether ``path`` is missing (doit creates it) or starts with the SQLite header."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(16)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return True  # unreadable: let sqlite say why
+    return head in (b"", b"SQLite format 3\x00")
+
+
+CORRUPT = ("not a database", "malformed", "corrupt")
+"""Words of SQLite's messages for a damaged file (other open failures are the disk's)."""
+
+
+class LabSqliteDB(SqliteDB):  # type: ignore[misc]
+    """doit's sqlite3 backend that rebuilds a corrupted file and never fails at save time."""
+
+    desc = "sqlite3, rebuilt when corrupted (the run records carry their inputs)"
+
+    def __init__(self, name: str, codec: Any, *, module_name: str | None = None) -> None:
+        path = Path(name)
+        if not looks_like_sqlite(path):
+            self._set_aside(path, "not an SQLite database")
+        try:
+            super().__init__(name, codec, module_name=module_name)
+        except DatabaseException as exc:
+            reason = str(exc).rsplit("Original error: ", 1)[-1]
+            if not any(word in reason for word in CORRUPT):
+                # Not the file's fault (disk full, read-only, gone): one line, exit 1, under doit too.
+                print(f"data dir {path.parent}: cannot open the dependency database: {reason}",
+                      file=sys.stderr, flush=True)
+                raise SystemExit(1) from None
+            self._set_aside(path, reason)
+            super().__init__(name, codec, module_name=module_name)
+
+    @staticmethod
+    def _set_aside(path: Path, reason: str) -> None:
+        aside = path.with_name(path.name + ".corrupt")
+        try:
+            os.replace(path, aside)
+            for suffix in ("-journal", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+        except OSError as exc:
+            raise DataDirError(f"{path}: corrupted dependency database ({reason}) and it cannot be "
+                               f"moved aside: {exc.strerror or exc}") from None
+        print(f"warning: {path}: corrupted dependency database ({reason}); moved to {aside.name} "
+              "and rebuilt from the run records", file=sys.stderr, flush=True)
+
+    def dump(self) -> None:
+        try:
+            super().dump()
+        except (sqlite3.Error, OSError) as exc:
+            if DISK_FAULT_REPORTED:
+                return
+            print(f"warning: {self.name}: dependency database not saved ({exc}); the run records are "
+                  "on disk and the next command rebuilds it", file=sys.stderr, flush=True)
