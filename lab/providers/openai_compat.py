@@ -97,6 +97,7 @@ class _Retryable(Exception):
         super().__init__(f"{label}: {detail}")
         self.cause, self.status, self.retry_after_s = cause, status, retry_after_s
         self.label, self.detail, self.server, self.original = label, detail, server, original
+        self.exchange: Exchange | None = None  # the answer that carried the fault, when there was one
 
     @property
     def reason(self) -> str:
@@ -199,14 +200,16 @@ class OpenAICompatProvider:
                 try:
                     self._check_in_band(exchange)
                     parse_exchange(exchange)
-                except ProviderError as exc:
+                except (ProviderError, _Retryable) as exc:
                     exc.exchange = exchange  # the failing answer, so a recording can replay it
                     raise
                 return exchange
             except _Retryable as retry:
                 delay_s = self._retry_delay(retry, attempt, deadline)
                 if delay_s is None:
-                    raise self._give_up(retry, attempt) from retry.original
+                    error = self._give_up(retry, attempt)
+                    error.exchange = retry.exchange
+                    raise error from retry.original
                 self.last_retries.append({"attempt": attempt, "status": retry.status, "cause": retry.cause,
                                           "reason": retry.reason, "delay_s": delay_s})
                 self._sleep(delay_s)
