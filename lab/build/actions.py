@@ -135,7 +135,8 @@ def report_header(prep: Any) -> dict[str, Any]:
             "suiteDigest": ctx.suite.digest, "harnessVersion": HARNESS_VERSION,
             "harnessDigest": harness_digest(), "configHash": ctx.config_hash,
             "variant": ctx.config.variant, "provider": provider["name"], "model": provider["model"],
-            "mode": ctx.config.mode, "k": prep.k, "seed": ctx.config.seed,
+            "mode": ctx.config.mode, "sandbox": ctx.sandbox_in_force().name,
+            "k": prep.k, "seed": ctx.config.seed,
             "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
             "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs})}
 

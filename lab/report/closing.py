@@ -23,7 +23,8 @@ def summarise(report_dir: Path) -> tuple[int, str]:
     rate = "—" if s["successRate"] is None else (
         f"{100 * s['successRate']:.1f}% (95% Wilson {s['wilson95'][0]:.3f}–{s['wilson95'][1]:.3f})")
     lines = [f"{h['suiteId']} {h['suiteVersion']} · {h['mode']} · {h['provider']}/{h['model']} · "
-             f"k={h['k']} seed={h['seed']} · config {h['configHash'][:12]}"]
+             f"k={h['k']} seed={h['seed']} · config {h['configHash'][:12]}"
+             + (f" · sandbox: {h['sandbox']}" if "sandbox" in h else "")]
     if "note" in h:
         lines.append(h["note"])
     rows = [(t["taskId"], f"{t['passes']}/{t['judged']}", t["errors"] or "", _flags(t)) for t in doc["tasks"]]

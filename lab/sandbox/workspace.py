@@ -98,7 +98,8 @@ def _git_init(workspace: Path, fixture: Path) -> None:
           "-m", "fixture"], workspace, git, fixture)
 
 
-def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "lab-") -> Path:
+def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "lab-",
+                     parent: Path | None = None) -> Path:
     """Copy a fixture into a fresh temporary directory.
 
     Symbolic links are copied as links (never followed); the fixture itself is
@@ -110,6 +111,8 @@ def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "la
         fixture: directory to copy.
         git_init: run ``git init`` and commit the copy.
         prefix: prefix of the temporary directory's name.
+        parent: directory to create it in (the lab's ``RunRoot``); the
+            system temp dir when None.
 
     Returns:
         The new workspace directory (absolute, resolved).
@@ -123,7 +126,7 @@ def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "la
     if not fixture.is_dir():
         raise WorkspaceError(f"fixture {str(fixture)!r} is not a directory")
     try:
-        workspace = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
+        workspace = Path(tempfile.mkdtemp(prefix=prefix, dir=parent)).resolve()
     except OSError as exc:
         raise WorkspaceError(
             f"fixture {str(fixture)!r}: cannot create a temporary directory: {exc}") from exc
