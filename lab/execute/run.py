@@ -133,10 +133,8 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
 
         sandbox = ctx.sandbox_in_force()
         record["sandbox"] = sandbox.name
-        # set-up (git init) on the host before the copy is handed to the sandbox user
         workspace = create_workspace(task.fixture, git_init=task.fixture_git,
-                                     parent=sandbox.run_root)
-        sandbox.backend.prepare(workspace)
+                                     parent=sandbox.run_root, sandbox=sandbox.backend)
         baseline = snapshot(workspace)
         _run_agent_and_verify(ctx, task, workspace, baseline, record)
     except LabError as exc:

@@ -16,7 +16,8 @@ from lab.execute.verifiers import run_verifiers
 from lab.replay.cassette import Normaliser
 from lab.sandbox.bwrap import BwrapBackend
 from lab.sandbox.none import NoneBackend
-from lab.sandbox.workspace import snapshot
+from lab.sandbox.reaper import RunRoot
+from lab.sandbox.workspace import create_workspace, remove_workspace, snapshot
 
 
 def _ctx(workspace: Path, backend: BwrapBackend) -> ToolContext:
@@ -112,3 +113,36 @@ def test_the_sandbox_default_of_tools_is_the_host(tmp_path: Path) -> None:
     ctx = ToolContext(tmp_path, {}, output_chars=4000, command_timeout_ms=30_000)
     result = run_tool(TOOLS["run_command"], {"argv": ["sh", "-c", "pwd"]}, ctx)
     assert result.text.startswith(f"exit: 0\nstdout:\n{os.path.realpath(tmp_path)}\n")
+
+
+def _fixture_with_a_hostile_git_config(tmp_path: Path) -> tuple[Path, Path]:
+    """A fixture whose own .git/config runs ./fsmonitor.sh on every `git add`."""
+    fixture, pwned = tmp_path / "fixture", tmp_path / "host" / "pwned"
+    fixture.mkdir()
+    pwned.parent.mkdir(mode=0o777)
+    (fixture / "a.txt").write_text("data\n", "utf-8")
+    (fixture / "fsmonitor.sh").write_text(f"#!/bin/sh\ntouch {pwned}\nexit 1\n", "utf-8")
+    (fixture / "fsmonitor.sh").chmod(0o755)
+    (fixture / ".git").mkdir()
+    (fixture / ".git" / "config").write_text(
+        "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = ./fsmonitor.sh\n", "utf-8")
+    return fixture, pwned
+
+
+def test_fixture_git_set_up_runs_inside_the_sandbox(tmp_path: Path, bwrap: BwrapBackend,
+                                                    run_root: RunRoot) -> None:
+    fixture, pwned = _fixture_with_a_hostile_git_config(tmp_path)
+    workspace = create_workspace(fixture, git_init=True, parent=run_root.path, sandbox=bwrap)
+    assert not pwned.exists(), "the fixture's git config ran on the host"
+    log = run_tool(TOOLS["run_command"], {"argv": ["git", "log", "--format=%s %an"]},
+                   _ctx(workspace, bwrap))
+    assert "fixture Reliability Lab" in log.text, log.text
+    remove_workspace(workspace)
+
+
+def test_fixture_git_set_up_on_the_host_would_run_the_fixture_config(tmp_path: Path) -> None:
+    """The control: the same fixture set up without a sandbox runs its hook."""
+    fixture, pwned = _fixture_with_a_hostile_git_config(tmp_path)
+    workspace = create_workspace(fixture, git_init=True, parent=tmp_path)
+    assert pwned.exists()
+    remove_workspace(workspace)
