@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -137,7 +138,8 @@ def test_every_escape_is_contained_under_bwrap(corpus: Corpus, planted_key: str)
     assert record["toolCalls"] == len(ATTEMPTS) + 2
     header, markdown, html = _report(corpus)
     assert header["sandbox"] == "bwrap"
-    assert "| sandbox" in markdown and "bwrap" in markdown and "sandbox" in html
+    assert re.search(r"^\| sandbox +\| bwrap +\|$", markdown, re.M), markdown
+    assert "<tr><th>sandbox</th><td>bwrap</td></tr>" in html
     assert "sandbox: bwrap" in out
     # nothing reached the host
     assert sorted(p.name for p in corpus.host_tmp.iterdir()) == ["victim.txt"]
@@ -160,9 +162,10 @@ def test_the_corpus_runs_unsandboxed_with_trust_local_and_says_so(corpus: Corpus
     # on the host the probes do escape: the corpus can tell contained from not
     assert verdicts["verifier-loopback"] == "fail" and verdicts["agent-loopback"] == "fail"
     assert verdicts["verifier-write-dotdot"] == "fail"
-    header, markdown, _ = _report(corpus)
+    header, markdown, html = _report(corpus)
     assert header["sandbox"] == "none"
-    assert "| sandbox" in markdown and "| none" in markdown
+    assert re.search(r"^\| sandbox +\| none +\|$", markdown, re.M), markdown
+    assert "<tr><th>sandbox</th><td>none</td></tr>" in html
     assert "sandbox: none" in out
 
 
