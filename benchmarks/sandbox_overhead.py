@@ -12,20 +12,27 @@ median wall time of each and the difference (the goal of issue 11: at most
   on the sandboxed side only, because its commands take longer.
 
 Also prints one replayed run's share (copy a bundled fixture, ``prepare`` it,
-run ``python3 check.py`` twice: the ``run_command`` and the verifier) and the
-one-off cost of ``resolve_backend("auto")`` (its probe sandbox).
+run ``python3 check.py`` twice: the ``run_command`` and the verifier), a
+whole replayed run through the lab (``execute_run`` of the bundled ``core``
+suite's ``debug-failing-function`` in replay, composed with ``sandbox=none``
+and ``sandbox=bwrap``: task copy, git-free fixture, agent with its
+``run_command`` calls, verifiers, no record written) and the one-off cost of
+``resolve_backend("auto")`` (its probe sandbox).
 
     .venv/bin/python benchmarks/sandbox_overhead.py [repetitions]   # default 30
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -75,6 +82,41 @@ def _run_ms(backend: SandboxBackend, root: Path, rep: int) -> float:
     return elapsed
 
 
+REPLAYED = ("core", "debug-failing-function")
+"""The replayed run timed through the lab: a bundled task with run_command calls."""
+
+
+def _commands(record: dict[str, Any]) -> int:
+    calls = sum(1 for e in record["events"] if e.get("tool") == "run_command")
+    return calls + sum(1 for v in record["verifiers"] if v["kind"] == "command")
+
+
+def _replayed_runs(reps: int) -> tuple[dict[str, float], int]:
+    """Median wall ms of one whole replayed run per backend (interleaved), and
+    the commands one such run executes."""
+    os.environ["LAB_DATA_DIR"] = tempfile.mkdtemp(prefix="lab-bench-data-")
+    # sandbox=none takes PATH from the lab's environment: put the sandbox's
+    # PATH first so both backends start the same python3 (see TRUE above).
+    os.environ["PATH"] = f"{SANDBOX_PATH}:{os.environ.get('PATH', '')}"
+    from lab.build.graph import prepare
+    from lab.execute.run import execute_run
+
+    suite, task = REPLAYED
+    preps: dict[str, Any] = {name: prepare([f"suite={suite}", "mode=replay", f"sandbox={name}",
+                                            f"tasks=[{task}]"]) for name in ("none", "bwrap")}
+    times: dict[str, list[float]] = {name: [] for name in preps}
+    for _ in range(reps + 1):  # the first rep warms up and is dropped
+        for name, prep in preps.items():
+            started = time.perf_counter()
+            record = execute_run(prep.ctx, prep.specs[0])
+            times[name].append((time.perf_counter() - started) * 1000)
+            if record["status"] != "pass":
+                raise SystemExit(f"replayed run under {name}: {record['status']} {record['error']}")
+    shutil.rmtree(os.environ["LAB_DATA_DIR"], ignore_errors=True)
+    medians = {name: statistics.median(values[1:]) for name, values in times.items()}
+    return medians, _commands(record)
+
+
 def _measure(backends: list[SandboxBackend], root: Path, reps: int) -> dict[str, dict[str, float]]:
     workspace = root / "ws"
     workspace.mkdir()
@@ -108,6 +150,8 @@ def main() -> None:
         raise SystemExit(f"bwrap is not usable here: {resolved.warning}")
     with RunRoot.create() as root:
         medians = _measure([NoneBackend(), bwrap], root.path, reps)
+    replayed, commands = _replayed_runs(reps)
+    medians[f"replayed run ({commands} commands)"] = replayed
     mode = (f"lab is root: setpriv to uid {bwrap.drop_to}" if bwrap.drop_to is not None
             else "unprivileged lab")
     print(f"sandbox overhead, median of {reps} interleaved reps "
@@ -115,10 +159,13 @@ def main() -> None:
     print(f"{'what':<34}{'none ms':>9}{'bwrap ms':>10}{'overhead ms':>13}  goal")
     for label, row in medians.items():
         overhead = row["bwrap"] - row["none"]
-        goal = GOAL_MS * (RUN_COMMANDS if label.startswith("run:") else 1)
+        goal = GOAL_MS * (RUN_COMMANDS if label.startswith("run:") else
+                          commands if label.startswith("replayed") else 1)
         verdict = "ok" if overhead <= goal else "OVER"
         print(f"{label:<34}{row['none']:>9.1f}{row['bwrap']:>10.1f}{overhead:>13.1f}  "
               f"<= {goal:.0f} ms {verdict}")
+    print(f"replayed run: {REPLAYED[0]}/{REPLAYED[1]} through execute_run (copy, agent, "
+          f"verifiers), goal {GOAL_MS:.0f} ms per command")
     print(f"once per lab: resolve_backend('auto') incl. its probe sandbox: {resolve_ms:.1f} ms")
 
 

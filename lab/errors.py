@@ -10,6 +10,8 @@ LabError
   SuiteError             suite.json invalid (has .problems: every problem found)
   WorkspaceError         fixture copy or snapshot failed (infrastructure)
   ProcessStartError      a command could not be started (not found, not executable)
+  SandboxError           the sandbox cannot be used as asked (lab.sandbox: unknown backend,
+                         bwrap unusable when asked for, a path it cannot show inside)
   ToolError              tool misuse; becomes an observation for the model
   PolicyViolation        an effect the policy does not grant; an observation
   ProviderError          the provider could not answer (infrastructure)
@@ -55,6 +57,19 @@ class WorkspaceError(LabError):
 
 class ProcessStartError(LabError):
     """A command could not be started (missing program, permission denied)."""
+
+
+class SandboxError(LabError):
+    """The sandbox cannot be used as asked (infrastructure or setup mistake).
+
+    Raised by ``lab.sandbox`` (``registry.resolve_backend``, a backend's
+    ``prepare`` and ``wrap``, ``reaper.RunRoot``) for an unknown backend name
+    (the message lists the known ones), a requested backend that cannot run
+    on this host (the message names the fix), a bind or workspace path the
+    sandbox cannot reach, or an invalid limit. Never raised for what a
+    sandboxed command does: a command that fails inside the sandbox is an
+    ordinary non-zero exit.
+    """
 
 
 class ToolError(LabError):

@@ -255,7 +255,8 @@ def report_header(prep: Any) -> dict[str, Any]:
             "harnessDigest": harness_digest(), "configHash": ctx.config_hash,
             "variant": ctx.config.variant, "provider": provider["name"], "model": provider["model"],
             "endpoint": _endpoint_header(prep),
-            "mode": ctx.config.mode, "k": prep.k, "seed": ctx.config.seed,
+            "mode": ctx.config.mode, "sandbox": ctx.sandbox_in_force().name,
+            "k": prep.k, "seed": ctx.config.seed,
             "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
             "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs}),
             "execution": {"jobs": int(ctx.config.data["jobs"]), "machine": machine_id()}}

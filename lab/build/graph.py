@@ -199,6 +199,7 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     suite = resolve_suite(config)
     tasks = select_tasks(suite, list(config.data["tasks"]))
     check_grants(tasks, config, suite.id)
+    sandbox = _sandbox(config, suite)
     cassettes = cassette_root(suite.path, config.data["cassette_dir"])
     if config.mode == "replay" and not any((cassettes / suite.id).glob("*.jsonl")):
         raise ConfigError(f"replay: no cassettes for suite {suite.id} in {cassettes / suite.id} "
@@ -214,9 +215,20 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     events = EventLog({"suiteId": suite.id, "configHash": config.config_hash(), "runId": rid},
                       path=store / "history.jsonl", stream=stderr_if(config.data["progress"]))
     ctx = EvalContext(config=config, suite=suite, cassette_dir=cassettes, work_dir=store / "work",
-                      events=events)
+                      events=events, sandbox=sandbox)
     return Prepared(ctx=ctx, specs=plan_runs([t.id for t in tasks], k, config.seed), store=store,
                     run_id=rid, k=k, basename=basename, endpoint=endpoint)
+
+
+def _sandbox(config: Any, suite: Any) -> Any:
+    """Resolve ``sandbox=`` once and refuse unsandboxed third-party commands (trust_local)."""
+    from lab.execute.sandboxing import check_trust, open_sandbox
+    from lab.suites.source import is_third_party
+
+    sandbox = open_sandbox(config.data["sandbox"]["name"])
+    check_trust(sandbox, third_party=is_third_party(suite.path),
+                trust_local=bool(config.data["trust_local"]), where=f"suite {suite.id} ({suite.path})")
+    return sandbox
 
 
 def provider_preflight(config: Any) -> None:
@@ -383,7 +395,7 @@ def run_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
     inputs: dict[str, Any] = {
         "configHash": ctx.config_hash, "harnessDigest": harness_digest(), "suiteDigest": ctx.suite.digest,
         "taskId": spec.task_id, "baseSeed": spec.base_seed, "repetition": spec.repetition,
-        "suiteVersion": ctx.suite.version, "endpoint": prep.endpoint}
+        "suiteVersion": ctx.suite.version, "endpoint": prep.endpoint, "sandbox": ctx.sandbox_in_force().name}
     if ctx.config.mode == "replay":
         from lab.replay.cassette import cassette_path
 

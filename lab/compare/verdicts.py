@@ -341,6 +341,10 @@ def _warnings(hb: dict[str, Any], hc: dict[str, Any], tasks: list[dict[str, Any]
                         "forgotten suiteVersion bump?")
     if hb.get("mode") != hc.get("mode"):
         warnings.append(f"different modes (base {hb.get('mode')}, cand {hc.get('mode')}): nothing is comparable")
+    if hb.get("sandbox") != hc.get("sandbox"):
+        warnings.append(f"different sandboxes (base {hb.get('sandbox') or 'not recorded'}, cand "
+                        f"{hc.get('sandbox') or 'not recorded'}): commands ran with different "
+                        "isolation, a changed verdict may come from it")
     if hb.get("runId") is not None and hb.get("runId") == hc.get("runId"):
         warnings.append(f"base and cand are the same run id ({hb.get('runId')})")
     if replay:

@@ -52,6 +52,19 @@ class ModeConf:
 
 
 @dataclass
+class SandboxConf:
+    """``conf/sandbox/<name>.yaml``: where a run's commands execute (docs/sandbox.md).
+
+    ``name``: ``auto`` (bwrap when usable, else none with a warning), ``bwrap``,
+    ``none``, or a backend registered with ``lab.sandbox.registry``. Not in the
+    effective-config hash: it is a condition of the runs (each run record and
+    report header names the backend in force), see docs/configuration.md.
+    """
+
+    name: str = "auto"
+
+
+@dataclass
 class CompactionConf:
     enabled: bool = True
     threshold: float = 0.8
@@ -89,6 +102,7 @@ class LabConf:
     provider: ProviderConf = MISSING
     mode: ModeConf = MISSING
     agent: AgentConf = MISSING
+    sandbox: SandboxConf = field(default_factory=SandboxConf)
     k: int | None = None
     seed: int = 0
     jobs: int = 1
@@ -104,6 +118,7 @@ class LabConf:
     yes: bool = False
     force: bool = False
     preflight: bool = True
+    trust_local: bool = False
     suite_dir: str | None = None
     cassette_dir: str | None = None
 

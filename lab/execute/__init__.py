@@ -1,6 +1,9 @@
 """Executing an eval: plan the runs, perform one run, record what happened.
 
 ``plan`` turns tasks × k into seeded run specs and checks grants;
+``sandboxing`` resolves the ``sandbox=`` backend once per command, reaps what
+a killed lab left and refuses unsandboxed third-party suites without
+``trust_local=true``;
 ``run`` performs one run (workspace, agent, provider, verifiers) and returns
 its record — the only place besides the CLI that catches broad exceptions,
 turning a crash into ``status: error``; ``fieldcap`` bounds what one

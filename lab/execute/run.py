@@ -50,6 +50,9 @@ class EvalContext:
         cassette_dir: where cassettes are read (replay) or written (record).
         env: the environment credentials are read from (never recorded).
         cancel: set to stop running agents and verifiers (Ctrl-C).
+        sandbox: the backend in force and the temp root for task copies
+            (``lab.execute.sandboxing.Sandbox``); None resolves ``sandbox=``
+            of the config at the first run.
     """
 
     config: EffectiveConfig
@@ -64,10 +67,19 @@ class EvalContext:
     idle: threading.Condition = field(default_factory=threading.Condition)
     _active: dict[int, int] = field(default_factory=dict)
     _errors_in_a_row: int = 0
+    sandbox: Any = None
 
     @property
     def config_hash(self) -> str:
         return self.config.config_hash()
+
+    def sandbox_in_force(self) -> Any:
+        """The command's ``Sandbox``, resolved once from ``sandbox.name``."""
+        if self.sandbox is None:
+            from lab.execute.sandboxing import open_sandbox
+
+            self.sandbox = open_sandbox(self.config.data["sandbox"]["name"])
+        return self.sandbox
 
     @contextmanager
     def running(self) -> Iterator[None]:
@@ -121,7 +133,10 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
     try:
         from lab.sandbox.workspace import create_workspace, snapshot
 
-        workspace = create_workspace(task.fixture, git_init=task.fixture_git)
+        sandbox = ctx.sandbox_in_force()
+        record["sandbox"] = sandbox.name
+        workspace = create_workspace(task.fixture, git_init=task.fixture_git,
+                                     parent=sandbox.run_root, sandbox=sandbox.backend)
         baseline = snapshot(workspace)
         _run_agent_and_verify(ctx, task, workspace, baseline, record)
     except LabError as exc:
@@ -144,12 +159,11 @@ def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
                           baseline: dict[str, str], record: dict[str, Any]) -> None:
     from lab.agents.builtin.loop import run_agent
     from lab.execute.verifiers import run_verifiers, score
-    from lab.sandbox.process import minimal_env
-
     provider, recorder, replayer = _provider(ctx, task, workspace, record)
     result = run_agent(task_prompt=task.prompt, workspace=workspace, provider=provider,
                        settings=agent_settings(ctx.config), policy=_policy(ctx, task),
-                       budget=_budget(task), env=ctx.env, cancel=ctx.cancel)
+                       budget=_budget(task), env=ctx.env, cancel=ctx.cancel,
+                       sandbox=ctx.sandbox_in_force().backend)
     record.update(
         claim=result.claim, stopReason=result.stop_reason, budgetExceeded=result.budget_exceeded,
         finalMessage=result.final_message, turns=result.turns, toolCalls=result.tool_calls,
@@ -173,8 +187,8 @@ def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
             record["divergence"] = {k: error.get(k) for k in ("callIndex", "field", "recorded", "actual")}
         return
     results = run_verifiers(list(task.verifiers), workspace=workspace, baseline=baseline,
-                            events=result.events, env=minimal_env(workspace), cancel=ctx.cancel,
-                            answer=result.final_message)
+                            events=result.events, env={}, cancel=ctx.cancel,
+                            sandbox=ctx.sandbox_in_force().backend, answer=result.final_message)
     record["verifiers"] = [r.to_json() for r in results]
     record["score"] = score(results)
     record["status"] = _status(result.stop_reason, [r.status for r in results])
@@ -290,7 +304,8 @@ def _provider(ctx: EvalContext, task: Task, workspace: Path,
     from lab.export.secrets import SecretScanner
 
     scanner = SecretScanner(env=ctx.env, credential_env=credential_env(ctx))
-    normalise = Normaliser(workspace=workspace, rules=task.replay_normalize,
+    inside = str(ctx.sandbox_in_force().backend.inside_path(workspace))
+    normalise = Normaliser(workspace=workspace, rules=task.replay_normalize, aliases=(inside,),
                            redact=lambda request: scanner.redact(request)[0])
     if ctx.config.mode == "replay":
         path = cassette_path(ctx.cassette_dir, ctx.suite.id, task.id)
@@ -368,7 +383,7 @@ def _record_base(ctx: EvalContext, spec: RunSpec, started_at: str) -> dict[str, 
         "taskId": spec.task_id, "repetition": spec.repetition, "baseSeed": spec.base_seed,
         "seed": spec.seed, "configHash": ctx.config_hash, "harnessDigest": harness_digest(),
         "mode": ctx.config.mode, "provider": provider["name"], "model": provider["model"],
-        "status": "error", "claim": "none", "stopReason": None, "budgetExceeded": None,
+        "sandbox": None, "status": "error", "claim": "none", "stopReason": None, "budgetExceeded": None,
         "finalMessage": None, "verifiers": [], "score": None, "usage": None,
         "compactionUsage": None, "turns": 0, "toolCalls": 0, "compactions": 0,
         "events": [], "incidents": [], "retries": 0, "error": None, "divergence": None,
@@ -397,7 +412,7 @@ def _error_kind(exc: LabError) -> str:
     kinds: list[tuple[type[LabError], str]] = [
         (errors.CassetteMiss, "replay_divergence"), (errors.CassetteError, "cassette"),
         (errors.WorkspaceError, "workspace"), (errors.ProviderError, "provider"),
-        (errors.ProcessStartError, "process")]
+        (errors.ProcessStartError, "process"), (errors.SandboxError, "sandbox")]
     return next((kind for cls, kind in kinds if isinstance(exc, cls)), "lab")
 
 

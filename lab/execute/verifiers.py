@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lab.errors import LabError, ProcessStartError, ToolError
+from lab.sandbox.base import SandboxBackend, command_limits
 from lab.sandbox.confined import inspect_confined
+from lab.sandbox.none import NoneBackend
 from lab.sandbox.process import run_process
 from lab.sandbox.workspace import Snapshot, diff_snapshots, snapshot
 
@@ -68,6 +70,7 @@ class _Context:
     events: list[dict[str, Any]] | None
     env: Mapping[str, str]
     cancel: threading.Event | None
+    sandbox: SandboxBackend
     answer: str | None = None
 
 
@@ -109,9 +112,11 @@ def _check_command(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
         raise _SpecInvalid(f"field 'timeoutMs': expected 1..{MAX_TIMEOUT_MS}, got {timeout_ms}")
     expect_exit = _field(spec, "expectExit", int, 0)
     expect_text = _field(spec, "expectStdoutIncludes", str, None)
+    launch = ctx.sandbox.wrap(argv, workspace=ctx.workspace, env=ctx.env,
+                              limits=command_limits(timeout_ms))
     try:
-        result = run_process(argv, cwd=ctx.workspace, timeout_ms=timeout_ms, env=ctx.env,
-                             cancel=ctx.cancel)
+        result = run_process(launch.argv, cwd=launch.cwd, timeout_ms=timeout_ms,
+                             env=launch.env, cancel=ctx.cancel)
     except ProcessStartError as exc:
         return "error", str(exc), {}
     diagnostics = {
@@ -352,7 +357,8 @@ def _run_one(spec: Mapping[str, Any], index: int, ctx: _Context) -> VerifierResu
 
 def run_verifiers(specs: list[dict[str, Any]], *, workspace: Path, baseline: Snapshot,
                   events: list[dict[str, Any]] | None, env: Mapping[str, str],
-                  cancel: threading.Event | None = None, answer: str | None = None) -> list[VerifierResult]:
+                  cancel: threading.Event | None = None, answer: str | None = None,
+                  sandbox: SandboxBackend | None = None) -> list[VerifierResult]:
     """Run every verifier of a task against its workspace, in order.
 
     Args:
@@ -362,17 +368,20 @@ def run_verifiers(specs: list[dict[str, Any]], *, workspace: Path, baseline: Sna
         baseline: ``snapshot`` of the workspace taken before the agent ran.
         events: the run's event log (H6); ``None`` makes tool-sequence verifiers
             ``error`` ("events missing").
-        env: environment of command verifiers (see ``lab.sandbox.process.minimal_env``).
+        env: variables of command verifiers, set over the sandbox backend's
+            base environment (``PATH``, ``HOME`` …; see ``lab.sandbox.base``).
         cancel: when set, a running command is killed and every verifier not
             yet finished is ``error`` "cancelled".
         answer: the agent's final message, for ``answer-contains`` /
             ``answer-matches`` (``lab.execute.answer_checks``); None = no answer.
+        sandbox: where command verifiers run (``SandboxBackend.wrap``, no
+            network); None runs them on the host (the ``none`` backend).
 
     Returns:
         One ``VerifierResult`` per spec, same order. Never raises for a bad
         spec, a missing file or a crashing check: that verifier is ``error``.
     """
-    ctx = _Context(Path(workspace), baseline, events, env, cancel, answer)
+    ctx = _Context(Path(workspace), baseline, events, env, cancel, sandbox or NoneBackend(), answer)
     return [_run_one(spec, index, ctx) for index, spec in enumerate(specs)]
 
 

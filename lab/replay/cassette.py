@@ -46,18 +46,23 @@ class Normaliser:
         workspace: the run's workspace path; every occurrence (as given and
             resolved) becomes ``<workspace>``.
         rules: ``(pattern, replace)`` regex rules applied to tool output.
+        aliases: other paths at which commands saw the workspace (the
+            sandbox's ``/workspace``); each also becomes ``<workspace>``, so
+            a recording replays under any sandbox backend.
         redact: replaces secrets by their markers (``<secret:github-token>``),
             applied last, so a live request matches its redacted recording.
     """
 
     workspace: Path | None = None
     rules: tuple[tuple[str, str], ...] = ()
+    aliases: tuple[str, ...] = ()
     redact: Callable[[Any], Any] | None = None
 
     def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
         paths = set()
         if self.workspace is not None:
             paths = {str(self.workspace), str(self.workspace.resolve())}
+        paths |= {alias for alias in self.aliases if len(alias) > 1}
         compiled = [(re.compile(p), r) for p, r in self.rules]
 
         def fix(value: Any, tool_output: bool = False) -> Any:

@@ -35,7 +35,8 @@ def summarise(report_dir: Path) -> tuple[int, str]:
     if s["wilson95"] is not None:
         rate += f" (95% Wilson {s['wilson95'][0]:.3f}–{s['wilson95'][1]:.3f})"
     lines = [f"{h['suiteId']} {h['suiteVersion']} · {h['mode']} · {h['provider']}/{h['model']} · "
-             f"k={h['k']} seed={h['seed']} · config {h['configHash'][:12]}",
+             f"k={h['k']} seed={h['seed']} · config {h['configHash'][:12]}"
+             + (f" · sandbox: {h['sandbox']}" if "sandbox" in h else ""),
              f"endpoint {endpoint_text(h)} · run id {h['runId']}"]
     if "note" in h:
         lines.append(h["note"])

@@ -52,6 +52,8 @@ def conditions(h: dict[str, Any]) -> list[tuple[str, str]]:
         ("endpoint", endpoint_text(h)),
         ("mode", h["mode"]), ("k", str(h["k"])), ("seed", str(h["seed"])), ("run id", h["runId"]),
     ]
+    if "sandbox" in h:
+        rows.insert(6, ("sandbox", h["sandbox"]))
     compaction = h.get("compaction")
     if compaction is not None:
         state = "on" if compaction.get("enabled") else "off"

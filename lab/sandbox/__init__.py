@@ -47,7 +47,7 @@ not vary with a temp path.
 
 The package's ``__init__`` re-exports nothing (the tree's convention); import
 from the modules: ``base`` (``SandboxBackend``, ``Launch``, ``Limits``,
-``Bind``, ``SandboxError``), ``registry`` (``resolve_backend``,
+``Bind``, ``command_limits``; ``SandboxError`` lives in ``lab.errors``), ``registry`` (``resolve_backend``,
 ``register_backend``, ``known_backends``), ``bwrap``, ``none``, ``reaper``
 (``RunRoot``, ``reap_stale``).
 

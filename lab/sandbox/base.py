@@ -15,22 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol, runtime_checkable
 
-from lab.errors import LabError
-
-# Moves into lab/errors.py's tree (under LabError, beside WorkspaceError) when
-# the sandbox is integrated; defined here so this phase adds files only.
-
-
-class SandboxError(LabError):
-    """The sandbox cannot be used as asked (infrastructure or setup mistake).
-
-    Raised for an unknown backend name (the message lists the known ones), a
-    requested backend that cannot run on this host (the message names the
-    fix), a bind or workspace path the sandbox cannot reach, or an invalid
-    limit. Never raised for what a sandboxed command does: a command that
-    fails inside the sandbox is an ordinary non-zero exit.
-    """
-
+from lab.errors import SandboxError as SandboxError  # re-exported: raised by every backend
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """Shape of an environment variable name a caller may pass."""
@@ -170,6 +155,12 @@ class SandboxBackend(Protocol):
             SandboxError: empty argv, a bad env name, a missing workspace.
         """
         ...
+
+
+def command_limits(timeout_ms: int) -> Limits:
+    """Limits of one command of a run: the ``Limits`` defaults, and CPU seconds
+    bounded by the command's own timeout (``timeout_ms`` rounded up, plus one)."""
+    return Limits(cpu_time_s=-(-timeout_ms // 1000) + 1)
 
 
 def check_request(argv: Sequence[str], workspace: Path, env: Mapping[str, str]) -> None:

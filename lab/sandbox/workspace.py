@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 from typing import Any
 
-from lab.errors import ProcessStartError, ToolError, WorkspaceError
+from lab.errors import ProcessStartError, SandboxError, ToolError, WorkspaceError
+from lab.sandbox.base import SandboxBackend, command_limits
 from lab.sandbox.process import minimal_env, run_process
 
 Snapshot = dict[str, str]
@@ -74,10 +75,16 @@ class TreeDiff:
                 "deleted": list(self.deleted)}
 
 
-def _git(args: list[str], cwd: Path, git: str, fixture: Path) -> None:
-    env = minimal_env(cwd, GIT_IDENTITY)
+def _git(args: list[str], cwd: Path, git: str, fixture: Path,
+         sandbox: SandboxBackend | None = None) -> None:
+    if sandbox is None:
+        argv, env = [git, *args], minimal_env(cwd, GIT_IDENTITY)
+    else:  # inside: a fixture's own .git/config (hooks, fsmonitor) cannot reach the host
+        launch = sandbox.wrap(["git", *args], workspace=cwd, env=GIT_IDENTITY,
+                              limits=command_limits(_GIT_TIMEOUT_MS))
+        argv, env, cwd = launch.argv, launch.env, launch.cwd
     try:
-        result = run_process([git, *args], cwd=cwd, timeout_ms=_GIT_TIMEOUT_MS, env=env)
+        result = run_process(argv, cwd=cwd, timeout_ms=_GIT_TIMEOUT_MS, env=env)
     except ProcessStartError as exc:
         raise WorkspaceError(f"fixture {str(fixture)!r}: git init failed: {exc}") from exc
     if result.exit_code != 0:
@@ -87,18 +94,19 @@ def _git(args: list[str], cwd: Path, git: str, fixture: Path) -> None:
             f"(exit {result.exit_code}): {tail}")
 
 
-def _git_init(workspace: Path, fixture: Path) -> None:
-    git = shutil.which("git")
+def _git_init(workspace: Path, fixture: Path, sandbox: SandboxBackend | None) -> None:
+    git = shutil.which("git") if sandbox is None else "git"
     if git is None:
         raise WorkspaceError(
             f"fixture {str(fixture)!r}: fixtureGit needs git, which is not on PATH")
-    _git(["-c", "init.defaultBranch=main", "init", "-q"], workspace, git, fixture)
-    _git(["add", "-A"], workspace, git, fixture)
+    _git(["-c", "init.defaultBranch=main", "init", "-q"], workspace, git, fixture, sandbox)
+    _git(["add", "-A"], workspace, git, fixture, sandbox)
     _git(["-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "--allow-empty",
-          "-m", "fixture"], workspace, git, fixture)
+          "-m", "fixture"], workspace, git, fixture, sandbox)
 
 
-def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "lab-") -> Path:
+def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "lab-",
+                     parent: Path | None = None, sandbox: SandboxBackend | None = None) -> Path:
     """Copy a fixture into a fresh temporary directory.
 
     Symbolic links are copied as links (never followed); the fixture itself is
@@ -110,6 +118,12 @@ def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "la
         fixture: directory to copy.
         git_init: run ``git init`` and commit the copy.
         prefix: prefix of the temporary directory's name.
+        parent: directory to create it in (the lab's ``RunRoot``); the
+            system temp dir when None.
+        sandbox: the backend the run's commands use: the copy is handed to
+            it (``prepare``) and ``git init`` runs inside it, so a fixture's
+            own ``.git`` configuration never runs on the host. None: git on
+            the host, nothing prepared.
 
     Returns:
         The new workspace directory (absolute, resolved).
@@ -123,18 +137,20 @@ def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "la
     if not fixture.is_dir():
         raise WorkspaceError(f"fixture {str(fixture)!r} is not a directory")
     try:
-        workspace = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
+        workspace = Path(tempfile.mkdtemp(prefix=prefix, dir=parent)).resolve()
     except OSError as exc:
         raise WorkspaceError(
             f"fixture {str(fixture)!r}: cannot create a temporary directory: {exc}") from exc
     try:
         shutil.copytree(fixture, workspace, symlinks=True, dirs_exist_ok=True)
+        if sandbox is not None:
+            sandbox.prepare(workspace)
         if git_init:
-            _git_init(workspace, fixture)
+            _git_init(workspace, fixture, sandbox)
     except OSError as exc:  # shutil.Error is an OSError
         remove_workspace(workspace)
         raise WorkspaceError(f"fixture {str(fixture)!r}: copy failed: {exc}") from exc
-    except WorkspaceError:
+    except (WorkspaceError, SandboxError):
         remove_workspace(workspace)
         raise
     return workspace

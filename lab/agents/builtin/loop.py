@@ -34,6 +34,7 @@ from lab.agents.builtin.tools import TOOLS, ToolContext, ToolResult, run_tool, t
 from lab.errors import CassetteMiss, ProviderError, ProviderTimeout
 from lab.providers.base import Provider, ToolCall
 from lab.providers.wire import parse_exchange
+from lab.sandbox.base import SandboxBackend
 from lab.sandbox.process import minimal_env
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "AgentResult", "AgentSettings", "run_agent"]
@@ -79,7 +80,8 @@ class _Stop:
 def run_agent(*, task_prompt: str, workspace: Path, provider: Provider, settings: AgentSettings,
               policy: Policy, budget: Budget, env: Mapping[str, str],
               cancel: threading.Event | None = None,
-              clock: Callable[[], float] = time.monotonic) -> AgentResult:
+              clock: Callable[[], float] = time.monotonic,
+              sandbox: SandboxBackend | None = None) -> AgentResult:
     """Run the built-in agent on one task until it answers or is stopped.
 
     Args:
@@ -93,6 +95,10 @@ def run_agent(*, task_prompt: str, workspace: Path, provider: Provider, settings
             ``minimal_env(workspace)`` with only ``PATH`` taken from ``env``.
         cancel: when set, the loop stops (``cancelled``) and commands are killed.
         clock: monotonic seconds for event latencies.
+        sandbox: where ``run_command`` runs; commands then get only the
+            backend's base environment (no variable of ``env``) and the
+            network only when the policy grants ``external``. None: on the
+            host (``none`` backend) with ``minimal_env(workspace)``.
 
     Returns:
         An ``AgentResult``; provider failures, replay divergence and incomplete
@@ -101,21 +107,27 @@ def run_agent(*, task_prompt: str, workspace: Path, provider: Provider, settings
     Raises:
         ConfigError: ``settings.tools`` names an unknown tool.
     """
-    agent = _Agent(provider, settings, policy, budget, workspace, env, cancel, clock)
+    agent = _Agent(provider, settings, policy, budget, workspace, env, cancel, clock, sandbox)
     return agent.run(task_prompt)
 
 
 class _Agent:
     def __init__(self, provider: Provider, settings: AgentSettings, policy: Policy,
                  budget: Budget, workspace: Path, env: Mapping[str, str],
-                 cancel: threading.Event | None, clock: Callable[[], float]) -> None:
+                 cancel: threading.Event | None, clock: Callable[[], float],
+                 sandbox: SandboxBackend | None = None) -> None:
         self.provider, self.settings, self.policy, self.budget = provider, settings, policy, budget
         self.cancel, self.clock, self.log = cancel, clock, EventLog()
         self.schemas = tool_schemas(settings.tools)
-        path = {"PATH": env["PATH"]} if env.get("PATH") else None
-        self.ctx = ToolContext(workspace, minimal_env(workspace, path),
-                               settings.tool_output_chars, settings.command_timeout_ms,
-                               budget.remaining_s, cancel)
+        if sandbox is None:
+            path = {"PATH": env["PATH"]} if env.get("PATH") else None
+            self.ctx = ToolContext(workspace, minimal_env(workspace, path),
+                                   settings.tool_output_chars, settings.command_timeout_ms,
+                                   budget.remaining_s, cancel)
+        else:
+            self.ctx = ToolContext(workspace, {}, settings.tool_output_chars,
+                                   settings.command_timeout_ms, budget.remaining_s, cancel,
+                                   sandbox=sandbox, network="external" in policy.allow)
         self.compaction_usage = UsageTally()
         self.messages: list[dict[str, Any]] = []
 

@@ -28,14 +28,16 @@ import re
 import stat
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 
 from lab.errors import ConfigError, PolicyViolation, ProcessStartError, ToolError
+from lab.sandbox.base import SandboxBackend, command_limits
 from lab.sandbox.confined import write_confined
+from lab.sandbox.none import NoneBackend
 from lab.sandbox.process import run_process
 from lab.sandbox.workspace import IGNORED_NAMES, resolve_inside
 
@@ -57,11 +59,16 @@ class ToolContext:
 
     Attributes:
         workspace: the task copy; every path is confined to it.
-        env: the complete environment of ``run_command`` children.
+        env: the task's declared variables for ``run_command`` children, set
+            over the sandbox backend's base environment (``PATH``, ``HOME`` …).
         output_chars: bound on the text a tool returns (``limits.tool_output_chars``).
         command_timeout_ms: cap on one command (``limits.command_timeout_ms``).
         remaining_s: seconds left in the run's wall budget (None = unbounded).
         cancel: when set, a running command is killed.
+        sandbox: where ``run_command`` runs (``SandboxBackend.wrap``); files
+            the tools create are handed to it with ``prepare``. Default: the
+            host itself (``none``).
+        network: commands get the network (the policy grants ``external``).
     """
 
     workspace: Path
@@ -70,6 +77,8 @@ class ToolContext:
     command_timeout_ms: int
     remaining_s: Callable[[], float | None] = lambda: None
     cancel: threading.Event | None = None
+    sandbox: SandboxBackend = field(default_factory=NoneBackend)
+    network: bool = False
 
 
 @dataclass(frozen=True)
@@ -237,7 +246,12 @@ def _page(chosen: list[str], start: int, total: int, limit: int) -> str:
 def _write_bytes(ctx: ToolContext, target: Path, data: bytes) -> None:
     """Write through no symbolic link and no extra hard link (see lab.sandbox.confined)."""
     root = Path(ctx.workspace).resolve()
-    write_confined(root, target.relative_to(root).as_posix(), data)
+    rel = target.relative_to(root)
+    new = next((root.joinpath(*rel.parts[:i]) for i in range(1, len(rel.parts) + 1)
+                if not os.path.lexists(root.joinpath(*rel.parts[:i]))), None)
+    write_confined(root, rel.as_posix(), data)
+    if new is not None:
+        ctx.sandbox.prepare(new)  # what the lab created must be the sandbox user's too
 
 
 def _written(ctx: ToolContext, target: Path, data: bytes) -> ToolResult:
@@ -332,8 +346,10 @@ def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     remaining_s = ctx.remaining_s()
     if remaining_s is not None:
         timeout_ms = min(timeout_ms, max(1, math.ceil(remaining_s * 1000)))
-    result = run_process(list(args["argv"]), cwd=ctx.workspace, timeout_ms=timeout_ms,
-                         env=ctx.env, max_output_bytes=4 * ctx.output_chars,
+    launch = ctx.sandbox.wrap(list(args["argv"]), workspace=ctx.workspace, env=ctx.env,
+                              network=ctx.network, limits=command_limits(timeout_ms))
+    result = run_process(launch.argv, cwd=launch.cwd, timeout_ms=timeout_ms,
+                         env=launch.env, max_output_bytes=4 * ctx.output_chars,
                          cancel=ctx.cancel)
     out = result.stdout.decode("utf-8", errors="replace")
     err = result.stderr.decode("utf-8", errors="replace")
