@@ -12,12 +12,14 @@ writer keeps the output pipes open.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -27,8 +29,10 @@ from lab.errors import ProcessStartError
 _KILL_GRACE_S = 0.5
 """Seconds between SIGTERM and SIGKILL of a timed-out process group."""
 
-_POLL_S = 0.05
-"""Granularity of the timeout/cancel watch loop."""
+_CANCEL_CHECK_S = 0.05
+"""How often a wait looks at the cancel event. The child's exit itself wakes
+the wait at once (a pidfd becomes readable), so this adds no latency to a
+command that finishes; it only bounds how late a cancellation is noticed."""
 
 _READER_JOIN_S = 2.0
 """How long to wait for the pipes to drain once the group is dead. Only a
@@ -168,10 +172,8 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGTERM the whole group, wait briefly for the leader, then SIGKILL it."""
     _signal_group(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=_KILL_GRACE_S)
-    except subprocess.TimeoutExpired:
-        pass
+    with _exit_signal(proc) as exited:
+        exited(_KILL_GRACE_S)
     # Always: grandchildren may ignore SIGTERM even when the leader obeyed.
     _signal_group(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -200,19 +202,45 @@ def _start(argv: list[str], cwd: Path, env: Mapping[str, str],
 
 def _watch(proc: subprocess.Popen[bytes], timeout_ms: int,
            cancel: threading.Event | None) -> tuple[bool, bool]:
-    """Wait for the leader; returns (timed_out, cancelled)."""
+    """Wait for the leader; returns (timed_out, cancelled).
+
+    A blocking wait on the child's pidfd with the deadline as its timeout:
+    no sleeps, woken by the exit itself (``Popen.wait(timeout=…)`` would poll
+    with sleeps). Without pidfds (not Linux ≥ 5.3) a waiter thread does the
+    blocking ``waitpid`` instead.
+    """
     deadline = time.monotonic() + timeout_ms / 1000
-    while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return True, False
-        if cancel is not None and cancel.is_set():
-            return False, True
-        try:
-            proc.wait(timeout=min(_POLL_S, remaining))
-            return False, False
-        except subprocess.TimeoutExpired:
-            continue
+    with _exit_signal(proc) as exited:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return True, False
+            if cancel is not None and cancel.is_set():
+                return False, True
+            if exited(remaining if cancel is None else min(_CANCEL_CHECK_S, remaining)):
+                proc.wait()  # reaps at once: the child has exited
+                return False, False
+
+
+@contextmanager
+def _exit_signal(proc: subprocess.Popen[bytes]) -> Iterator[Callable[[float], bool]]:
+    """A function ``exited(timeout_s) -> bool`` that blocks until the child exits or the timeout."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd support, or the child is already reaped
+        done = threading.Event()
+
+        def reap() -> None:
+            proc.wait()
+            done.set()
+
+        threading.Thread(target=reap, daemon=True).start()
+        yield done.wait
+        return
+    try:
+        yield lambda timeout_s: bool(select.select([pidfd], [], [], timeout_s)[0])
+    finally:
+        os.close(pidfd)
 
 
 def run_process(argv: list[str], *, cwd: Path, timeout_ms: int, env: Mapping[str, str],

@@ -217,3 +217,27 @@ def test_missing_cwd_names_program_and_directory(tmp_path: Path, env: dict[str, 
 def test_empty_argv_cannot_start(tmp_path: Path, env: dict[str, str]) -> None:
     with pytest.raises(ProcessStartError, match="argv is empty"):
         run_process([], cwd=tmp_path, timeout_ms=1000, env=env)
+
+
+def _no_sleeping(seconds: float) -> None:
+    raise AssertionError(f"time.sleep({seconds}) called: waits must block on the child, not poll")
+
+
+@pytest.mark.parametrize("code", ["pass", "import sys; sys.stdout.write('x' * 100000)"])
+def test_waiting_for_a_command_never_sleeps(tmp_path: Path, env: dict[str, str], code: str,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # time.sleep is replaced (not mocked for a value) so that any polling wait fails the test.
+    import time
+
+    monkeypatch.setattr(time, "sleep", _no_sleeping)
+    result = run_process(_py(code), cwd=tmp_path, timeout_ms=30_000, env=env)
+    assert result.exit_code == 0 and not result.timed_out
+
+
+def test_a_timeout_kill_never_sleeps(tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # As above: a SIGTERM grace period must be a blocking wait too.
+    import time
+
+    monkeypatch.setattr(time, "sleep", _no_sleeping)
+    result = run_process(_py("import time; time.sleep(30)"), cwd=tmp_path, timeout_ms=50, env=env)
+    assert result.timed_out and result.exit_code is None
