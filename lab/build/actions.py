@@ -137,6 +137,8 @@ def report_header(prep: Any) -> dict[str, Any]:
             "variant": ctx.config.variant, "provider": provider["name"], "model": provider["model"],
             "mode": ctx.config.mode, "k": prep.k, "seed": ctx.config.seed,
             "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
+            "agent": {"name": agent["name"], "kind": agent.get("kind", "builtin"),
+                      "version": agent.get("version")},
             "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs})}
 
 

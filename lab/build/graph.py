@@ -120,7 +120,15 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     tasks = select_tasks(suite, list(config.data["tasks"]))
     check_grants(tasks, config, suite.id)
     cassettes = paths.from_root(config.data["cassette_dir"] or paths.CASSETTES_DIR)
-    if config.mode == "replay" and not any((cassettes / suite.id).glob("*.jsonl")):
+    agent = config.data["agent"]
+    if agent.get("kind") == "command":
+        from lab.agents.command import CommandPreset, check_installed
+
+        check_installed(CommandPreset.from_config(agent), paths.data_dir())
+        if config.mode == "replay" and not any((cassettes / suite.id / "agents" / agent["name"]).glob("*.jsonl")):
+            raise ConfigError(f"replay: no cassettes for agent {agent['name']} on suite {suite.id} in "
+                              f"{cassettes / suite.id / 'agents' / agent['name']} (record them first)")
+    elif config.mode == "replay" and not any((cassettes / suite.id).glob("*.jsonl")):
         raise ConfigError(f"replay: no cassettes for suite {suite.id} in {cassettes / suite.id} "
                           f"(record them with `doit record suite={suite.id}`, or set cassette_dir=)")
     k = 1 if config.mode == "record" else config.k

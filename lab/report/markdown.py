@@ -49,6 +49,7 @@ def conditions(h: dict[str, Any]) -> list[tuple[str, str]]:
         ("harness", f"{h['harnessVersion']} (digest {h['harnessDigest'][:12]})"),
         ("config hash", h["configHash"]), ("variant", h.get("variant") or "baseline"),
         ("provider / model", f"{h['provider']} / {h['model']}"),
+        *([("agent", f"{h['agent']['name']} {h['agent'].get('version') or ''}".strip())] if h.get("agent") else []),
         ("mode", h["mode"]), ("k", str(h["k"])), ("seed", str(h["seed"])), ("run id", h["runId"]),
     ]
     compaction = h.get("compaction")
