@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: eval test ci typecheck lint record-bundled clean
+.PHONY: eval test ci typecheck lint record-bundled agents-install clean
 RECORDED := $(notdir $(wildcard cassettes/*))
 
 $(BIN)/python:
@@ -41,6 +41,10 @@ record-bundled: $(STAMP)
 	@for suite in $(RECORDED); do \
 	  $(BIN)/doit record suite.id=$$suite suite.path=suites/$$suite provider=scripted || exit $$?; \
 	done
+
+## agents-install: install a command agent under the data dir (make agents-install AGENT=aider)
+agents-install: $(STAMP)
+	$(BIN)/lab agents install $(AGENT)
 
 clean:
 	rm -rf runs $(VENV)

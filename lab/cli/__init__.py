@@ -10,6 +10,8 @@
     lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]   compare two reports; exit 3 if incompatible
     lab admit BASE CAND [REPEAT_BASE REPEAT_CAND] [max_token_increase=0.2]   admission rule; exit 0 = admit
     lab export RUN_ID out=FILE [force=true]   one scrubbed, secret-checked JSON bundle of a run
+    lab agents install NAME           install a command agent's pinned version under the data dir
+    lab agents list                   command-agent presets: pinned and installed versions, sizes
 
 Each subcommand is a module of this package; it may import anything below it
 (lab.build, lab.execute, …), nothing imports it.
@@ -37,6 +39,7 @@ COMMANDS = {
     "compare": "lab.cli.compare:compare",
     "admit": "lab.cli.admit:admit",
     "export": "lab.cli.export:export",
+    "agents": "lab.cli.agents:agents",
 }
 
 USAGE = __doc__ or ""
