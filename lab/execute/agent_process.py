@@ -92,7 +92,7 @@ class AgentProcess:
         self._ended = threading.Event()
         self._reason: str | None = None
         self._lock = threading.Lock()
-        self._t0 = time.monotonic()
+        self._t0 = self.started = time.monotonic()
         try:
             self.proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,

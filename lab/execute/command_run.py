@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
@@ -90,7 +91,7 @@ def run_command_agent(ctx: Any, task: Task, workspace: Path, baseline: dict[str,
                              workspace=(str(workspace), str(workspace.resolve()), inside))
     normalise = preset.normaliser(base)
     calls: list[Any] = []
-    upstream = _upstream(ctx, task, preset, normalise, calls, record, hooks)
+    upstream = FirstCallClock(_upstream(ctx, task, preset, normalise, calls, record, hooks))
     budget = GatewayBudget(max_turns=task.budget.get("maxTurns"), max_tokens=task.budget.get("maxTokens"),
                            max_wall_ms=task.budget.get("maxWallMs"))
     token = new_token()
@@ -108,8 +109,27 @@ def run_command_agent(ctx: Any, task: Task, workspace: Path, baseline: dict[str,
         gateway.stop()
         shutil.rmtree(run_dir, ignore_errors=True)
     _finish(ctx, task, preset, workspace, baseline, record, gateway, status, calls)
+    started = holder.get("started")
+    record["executor"]["startupMs"] = None if upstream.first is None or started is None \
+        else max(0, int((upstream.first - started) * 1000))
     if ctx.config.mode == "record" and record["status"] != "error":
         _write_cassette(ctx, task, preset, calls, hooks)
+
+
+class FirstCallClock:
+    """An upstream wrapper noting when the agent's first model call arrived (monotonic seconds)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.first: float | None = None
+
+    async def send(self, request: Any) -> Any:
+        if self.first is None:
+            self.first = time.monotonic()
+        return await self.inner.send(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 def _make_run_dir(sandboxed: bool) -> Path:
@@ -141,6 +161,7 @@ def _launch_and_wait(ctx: Any, task: Task, preset: CommandPreset, backend: Any, 
     launch = _launch(ctx, task, preset, backend, workspace, run_dir, base_url, token)
     process = AgentProcess(launch.argv, env=launch.env, cwd=launch.cwd, grace_ms=preset.grace_ms)
     holder["process"] = process
+    holder["started"] = process.started
     if "halt" in holder:  # halted before the process existed
         process.end(holder["halt"].reason)
     cancel_watch = _watch_cancel(ctx, process)
