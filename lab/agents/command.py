@@ -23,7 +23,8 @@ never the real key); a preset's ``env`` cannot override them.
 
 Installation (``lab agents install NAME``): ``pypi`` agents get a venv at
 ``<data dir>/agents/<name>/venv``, ``npm`` agents an npm prefix at
-``<data dir>/agents/<name>/npm``; ``lab`` agents (the reference agent) run
+``<data dir>/agents/<name>/npm`` (``$LAB_AGENTS_DIR/<name>/…`` when set: one
+installation shared by several run stores); ``lab`` agents (the reference agent) run
 with the lab's own interpreter and need nothing installed. ``argv[0]`` is
 looked up in the agent's own ``bin`` directory first.
 """
@@ -190,8 +191,9 @@ def measured_command_view(agent: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def agent_prefix(data_dir: Path, name: str) -> Path:
-    """Where ``lab agents install`` puts agent ``name``: ``<data dir>/agents/<name>``."""
-    return data_dir / "agents" / name
+    """Where ``lab agents install`` puts agent ``name``: ``$LAB_AGENTS_DIR/<name>``, else ``<data dir>/agents/<name>``."""
+    root = os.environ.get("LAB_AGENTS_DIR")
+    return (Path(root).absolute() if root else data_dir / "agents") / name
 
 
 def bin_dir(preset: CommandPreset, data_dir: Path) -> Path | None:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
-from lab.agents.command import CommandPreset, placeholder_values, render, resolve_program
+from lab.agents.command import CommandPreset, agent_prefix, placeholder_values, render, resolve_program
 from lab.errors import ConfigError
 from lab.suites.load import Task
 
@@ -225,7 +225,7 @@ def _sandboxed_launch(backend: Any, preset: CommandPreset, workspace: Path, run_
     shutil.copyfile(relay, run_dir / "relay.py")
     backend.prepare(workspace)
     backend.prepare(run_dir)
-    prefix = data_dir().resolve() / "agents" / preset.name
+    prefix = agent_prefix(data_dir(), preset.name).resolve()
     if preset.manager != "lab" and prefix.is_dir():
         binds.append(Bind(prefix, PurePosixPath(prefix)))
     binds.append(Bind(run_dir, PurePosixPath(INSIDE_RUN_DIR)))
