@@ -86,27 +86,30 @@ def run_command_agent(ctx: Any, task: Task, workspace: Path, baseline: dict[str,
 
     preset = CommandPreset.from_config(ctx.config.data["agent"])
     backend = sandbox_backend(ctx)
-    inside = str(backend.inside_path(workspace))
-    base = RequestNormaliser(rules=task_rules([{"pattern": p, "replace": r} for p, r in task.replay_normalize]),
-                             workspace=(str(workspace), str(workspace.resolve()), inside))
-    normalise = preset.normaliser(base)
-    calls: list[Any] = []
-    upstream = FirstCallClock(_upstream(ctx, task, preset, normalise, calls, record, hooks))
-    budget = GatewayBudget(max_turns=task.budget.get("maxTurns"), max_tokens=task.budget.get("maxTokens"),
-                           max_wall_ms=task.budget.get("maxWallMs"))
-    token = new_token()
-    holder: dict[str, Any] = {}
     sandboxed = backend.name != "none"
     run_dir = _make_run_dir(sandboxed)
-    gateway = Gateway(upstream, token, budget, on_halt=lambda halt: _on_halt(holder, halt),
-                      models=[ctx.config.data["provider"]["model"]], tcp=not sandboxed,
-                      socket_path=run_dir / SOCKET_NAME if sandboxed else None)
     try:
-        address = gateway.start()
-        base_url = RELAY_URL if sandboxed else address.base_url or ""
-        status = _launch_and_wait(ctx, task, preset, backend, workspace, run_dir, base_url, token, holder)
+        # Per-run paths (the task copy, the run's HOME and prompt file) read the same in every run.
+        per_run = (str(workspace), str(workspace.resolve()), str(backend.inside_path(workspace)),
+                   str(run_dir), str(run_dir.resolve()))
+        base = RequestNormaliser(rules=task_rules([{"pattern": p, "replace": r} for p, r in task.replay_normalize]),
+                                 workspace=per_run)
+        calls: list[Any] = []
+        upstream = FirstCallClock(_upstream(ctx, task, preset, preset.normaliser(base), calls, record, hooks))
+        budget = GatewayBudget(max_turns=task.budget.get("maxTurns"), max_tokens=task.budget.get("maxTokens"),
+                               max_wall_ms=task.budget.get("maxWallMs"))
+        token = new_token()
+        holder: dict[str, Any] = {}
+        gateway = Gateway(upstream, token, budget, on_halt=lambda halt: _on_halt(holder, halt),
+                          models=[ctx.config.data["provider"]["model"]], tcp=not sandboxed,
+                          socket_path=run_dir / SOCKET_NAME if sandboxed else None)
+        try:
+            address = gateway.start()
+            base_url = RELAY_URL if sandboxed else address.base_url or ""
+            status = _launch_and_wait(ctx, task, preset, backend, workspace, run_dir, base_url, token, holder)
+        finally:
+            gateway.stop()
     finally:
-        gateway.stop()
         shutil.rmtree(run_dir, ignore_errors=True)
     _finish(ctx, task, preset, workspace, baseline, record, gateway, status, calls)
     started = holder.get("started")

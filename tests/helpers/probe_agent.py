@@ -39,7 +39,7 @@ def fresh_body() -> dict:
     now = datetime.now(timezone.utc).isoformat()
     return {"model": sys.argv[2], "temperature": float(os.environ.get("PROBE_TEMPERATURE", "0")),
             "metadata": {"trace": str(uuid.uuid4())},
-            "messages": [{"role": "user", "content": f"Task at {now}, request {uuid.uuid4()}: say done."}]}
+            "messages": [{"role": "user", "content": f"Task at {now}, request {uuid.uuid4()}, home {os.environ['HOME']}: say done."}]}
 
 
 def leak() -> None:
