@@ -24,12 +24,13 @@ pytestmark = [pytest.mark.agents, pytest.mark.slow]
 
 TASK = "fix-default-argument"
 FIX = "sed -i 's/page_size=25/page_size=10/' pager.py"
+FIXED = (ROOT / "suites" / "smoke-coding" / "fixtures" / TASK / "pager.py").read_text().replace(
+    "def paginate(items, page_size=25):", "def paginate(items, page_size=10):")
 SOLUTIONS = {
     "codex": [Turn(calls=(("exec_command", {"cmd": FIX}),)), Turn(text="Done: page_size defaults to 10.")],
     "mini-swe-agent": [Turn(calls=(("bash", {"command": FIX}),)),
                        Turn(calls=(("bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}),))],
-    "aider": [Turn(text="pager.py\n```python\n<<<<<<< SEARCH\ndef paginate(items, page_size=25):\n=======\n"
-                        "def paginate(items, page_size=10):\n>>>>>>> REPLACE\n```\n")],
+    "aider": [Turn(text="pager.py\n```python\n" + FIXED + "```\n")],  # aider's "whole" edit format
 }
 
 
