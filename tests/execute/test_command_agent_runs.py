@@ -74,7 +74,8 @@ def gone(pid: int) -> bool:
 def test_fresh_uuid_and_timestamp_still_match_on_replay(tmp_path: Path) -> None:
     suites = probe_suite(tmp_path)
     recorded = run_once(overrides(tmp_path, suites, "fresh", "mode=record"))
-    assert recorded["status"] in ("pass", "fail"), recorded["error"]
+    # The probe exits 0 without fixing the task: a claimed success the verifiers refute (a false positive).
+    assert (recorded["status"], recorded["claim"]) == ("fail", "success"), recorded["error"]
     cassette = (tmp_path / "cassettes" / "smoke-coding" / "agents" / "probe" / f"{TASK}.jsonl").read_text()
     assert "<uuid>" in cassette and "<datetime>" in cassette  # the volatile values were there, masked
     assert '"metadata"' not in cassette  # a dropped field
@@ -128,7 +129,7 @@ def test_a_looping_agent_is_ended_by_max_turns_and_the_report_says_budget_exceed
     assert record["status"] == "budget_exceeded" and record["budgetExceeded"] == "maxTurns"
     assert record["gateway"]["calls"] == 3 and record["executor"]["endedByLab"] == "maxTurns"
     report = json.loads(next((tmp_path / "runs").glob("smoke-coding/*/reports/*/report.json")).read_text())
-    assert report["summary"]["budgetExceeded"] == 1
+    assert report["summary"]["budgetExceeded"] == 1 and report["summary"]["falsePositives"] == 0
     pid = int((Path(record["workspace"]) / "probe-pids.txt").read_text())
     assert gone(pid)
 
@@ -138,6 +139,7 @@ def test_an_agent_that_ignores_sigterm_is_ended_by_max_wall_ms(tmp_path: Path) -
     record = run_once(overrides(tmp_path, suites, "hang", "mode=live"))
     assert record["status"] == "budget_exceeded" and record["budgetExceeded"] == "maxWallMs"
     assert record["executor"]["endedByLab"] == "maxWallMs" and record["executor"]["signal"] == "SIGKILL"
+    assert record["claim"] == "none"
     pids = [int(p) for p in (Path(record["workspace"]) / "probe-pids.txt").read_text().split()]
     assert len(pids) == 2 and all(gone(pid) for pid in pids)
 
