@@ -3,7 +3,8 @@
 ``plan`` turns tasks × k into seeded run specs and checks grants;
 ``run`` performs one run (workspace, agent, provider, verifiers) and returns
 its record — the only place besides the CLI that catches broad exceptions,
-turning a crash into ``status: error``; ``verifiers`` judges the result;
+turning a crash into ``status: error``; ``command_run`` is that run for a
+command agent (a per-run gateway, ``agent_process`` for its process group); ``verifiers`` judges the result;
 ``events`` writes versioned JSONL lifecycle events; ``progress`` is the
 terminal progress display; ``interrupt`` turns Ctrl-C/SIGTERM into an
 orderly cancellation (exit 130).
