@@ -317,6 +317,8 @@ def _finish(ctx: Any, task: Task, preset: CommandPreset, workspace: Path, baseli
     elif halt is not None or status.ended_by_lab == "maxWallMs":
         reason = halt.reason if halt is not None else "maxWallMs"
         record.update(status="budget_exceeded", budgetExceeded=reason, stopReason="budget_exceeded")
+    elif status.ended_by_lab == "cancelled":
+        record.update(status="fail", stopReason="cancelled")
     else:
         record.update(status="pass" if all(v == "pass" for v in verdicts) else "fail",
                       stopReason="answered" if status.exit_code == 0 else "error")
