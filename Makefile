@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: eval run test ci typecheck lint record-bundled clean
+.PHONY: eval run test ci typecheck lint record-bundled agents-install clean
 # `make eval k=3`: the variable assignments make received on its command line
 # (MAKEOVERRIDES) are forwarded to the lab as Hydra overrides; PYTHON is make's own.
 OVERRIDES := $(filter-out PYTHON=%,$(MAKEOVERRIDES))
@@ -56,6 +56,10 @@ record-bundled: $(STAMP)
 	@for suite in $(RECORDED); do \
 	  $(BIN)/doit record suite.id=$$suite suite.path=suites/$$suite provider=scripted || exit $$?; \
 	done
+
+## agents-install: install a command agent under the data dir (make agents-install AGENT=aider)
+agents-install: $(STAMP)
+	$(BIN)/lab agents install $(AGENT)
 
 clean:
 	rm -rf runs $(VENV)

@@ -13,11 +13,20 @@ SECRET_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY")
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-live", action="store_true", default=False,
                      help="also run tests that call a real provider (needs an API key)")
+    parser.addoption("--run-agents", action="store_true", default=False,
+                     help="also run tests with real command agents (codex, aider, mini-swe-agent), installed "
+                          "with `lab agents install` into $LAB_AGENTS_DIR (reused) or a temp dir")
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite the golden files in tests/golden/ instead of comparing against them")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--run-agents"):
+        skip_agents = pytest.mark.skip(reason="real command agent test (installs codex/aider/mini-swe-agent): "
+                                              "pass --run-agents")
+        for item in items:
+            if item.get_closest_marker("agents") is not None:  # not item.keywords: it holds directory names
+                item.add_marker(skip_agents)
     if config.getoption("--run-live"):
         os.environ["LAB_RUN_LIVE"] = "1"
         return

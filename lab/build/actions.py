@@ -258,6 +258,8 @@ def report_header(prep: Any) -> dict[str, Any]:
             "mode": ctx.config.mode, "sandbox": ctx.sandbox_in_force().name,
             "k": prep.k, "seed": ctx.config.seed,
             "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
+            "agent": {"name": agent["name"], "kind": agent.get("kind", "builtin"),
+                      "version": agent.get("version")},
             "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs}),
             "execution": {"jobs": int(ctx.config.data["jobs"]), "machine": machine_id()}}
 

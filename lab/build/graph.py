@@ -201,7 +201,15 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     check_grants(tasks, config, suite.id)
     sandbox = _sandbox(config, suite)
     cassettes = cassette_root(suite.path, config.data["cassette_dir"])
-    if config.mode == "replay" and not any((cassettes / suite.id).glob("*.jsonl")):
+    agent = config.data["agent"]
+    if agent.get("kind") == "command":
+        from lab.agents.command import CommandPreset, check_installed
+
+        check_installed(CommandPreset.from_config(agent), paths.data_dir())
+        if config.mode == "replay" and not any((cassettes / suite.id / "agents" / agent["name"]).glob("*.jsonl")):
+            raise ConfigError(f"replay: no cassettes for agent {agent['name']} on suite {suite.id} in "
+                              f"{cassettes / suite.id / 'agents' / agent['name']} (record them first)")
+    elif config.mode == "replay" and not any((cassettes / suite.id).glob("*.jsonl")):
         raise ConfigError(f"replay: no cassettes for suite {suite.id} in {cassettes / suite.id} "
                           f"(record them with `doit record suite={suite.id}`, or set cassette_dir=)")
     if check_provider:
@@ -228,6 +236,10 @@ def _sandbox(config: Any, suite: Any) -> Any:
     sandbox = open_sandbox(config.data["sandbox"]["name"])
     check_trust(sandbox, third_party=is_third_party(suite.path),
                 trust_local=bool(config.data["trust_local"]), where=f"suite {suite.id} ({suite.path})")
+    agent = config.data["agent"]
+    if agent.get("kind") == "command":  # an external program, like a third-party suite's commands
+        check_trust(sandbox, third_party=True, trust_local=bool(config.data["trust_local"]),
+                    where=f"agent {agent['name']}", what="a command agent (a program the lab does not control)")
     return sandbox
 
 

@@ -13,6 +13,8 @@
     lab export RUN_ID out=FILE [force=true] [redact=true]   one scrubbed, secret-checked JSON bundle of a run
     lab tools                         the built-in tools: names, arguments, result formats (= docs/tools.md)
     lab --version                     the lab's version; `python -m lab …` is the same as `lab …`
+    lab agents install NAME           install a command agent's pinned version under the data dir
+    lab agents list                   command-agent presets: pinned and installed versions, sizes
 
 `lab COMMAND --help` describes one command; `lab run --help` lists the config
 groups and keys, `lab run --cfg job …` prints the composed configuration and
@@ -45,6 +47,7 @@ COMMANDS = {
     "admit": "lab.cli.admit:admit",
     "export": "lab.cli.export:export",
     "tools": "lab.cli.listing:list_tools",
+    "agents": "lab.cli.agents:agents",
 }
 
 USAGE = __doc__ or ""

@@ -68,6 +68,11 @@ class EffectiveConfig:
 
         agent = self.data["agent"]
         provider = self.data["provider"]
+        if agent.get("kind") == "command":
+            from lab.agents.command import measured_command_view
+
+            return {"agent": measured_command_view(agent), "model": provider["model"],
+                    "reasoningEffort": provider["reasoning_effort"], "mode": mode or self.mode}
         return {
             "agent": {
                 "name": agent["name"],
@@ -216,7 +221,12 @@ def config_problems(data: dict[str, Any]) -> list[str]:
     suite_dir = data.get("suite_dir")
     if isinstance(suite_dir, str) and suite_dir and not from_root(suite_dir).is_dir():
         problems.append(f"config: suite_dir: {from_root(suite_dir)} is not a directory")
-    limits = (data.get("agent") or {}).get("limits") or {}
+    agent = data.get("agent") or {}
+    if agent.get("kind") == "command":
+        from lab.agents.command import preset_problems
+
+        problems += preset_problems(agent)
+    limits = agent.get("limits") or {}
     tool_chars, context_chars = limits.get("tool_output_chars"), limits.get("max_context_chars")
     if isinstance(tool_chars, int) and isinstance(context_chars, int) and tool_chars > context_chars:
         problems.append(f"config: agent.limits.tool_output_chars: {tool_chars} is greater than "

@@ -78,14 +78,56 @@ class LimitsConf:
 
 
 @dataclass
+class InstallConf:
+    """How ``lab agents install`` installs a command agent (``manager: lab`` = nothing to install)."""
+
+    manager: str = "lab"
+    package: str | None = None
+    version: str | None = None
+
+
+@dataclass
+class MaskRuleConf:
+    pattern: str = MISSING
+    replace: str = MISSING
+
+
+@dataclass
+class NormaliseConf:
+    """Per-preset replay normalisation: dropped body fields per API, text mask rules."""
+
+    drop: dict[str, list[str]] = field(default_factory=dict)
+    rules: list[MaskRuleConf] = field(default_factory=list)
+
+
+@dataclass
+class CommandConf:
+    """A command agent (``agent.kind: command``); see docs/agents.md."""
+
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    ignore: list[str] = field(default_factory=list)
+    claim: str = "exit_zero"
+    claim_pattern: str | None = None
+    grace_ms: int = 2000
+    install: InstallConf = field(default_factory=InstallConf)
+    normalise: NormaliseConf = field(default_factory=NormaliseConf)
+
+
+@dataclass
 class AgentConf:
     name: str = "builtin"
+    kind: str = "builtin"
+    version: str | None = None
+    api: str = "chat"
     system_prompt: str | None = None
-    tools: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=lambda: ["list_dir", "read_file", "write_file", "edit_file",
+                                                      "search", "run_command"])
     max_output_tokens: int = 4096
     temperature: float | None = None
     compaction: CompactionConf = field(default_factory=CompactionConf)
     limits: LimitsConf = field(default_factory=LimitsConf)
+    command: CommandConf = field(default_factory=CommandConf)
 
 
 @dataclass

@@ -6,9 +6,10 @@ a killed lab left and refuses unsandboxed third-party suites without
 ``trust_local=true``;
 ``run`` performs one run (workspace, agent, provider, verifiers) and returns
 its record — the only place besides the CLI that catches broad exceptions,
-turning a crash into ``status: error``; ``fieldcap`` bounds what one
-record field contributes to written files; ``verifiers`` judges the result
-(``answer_checks`` over the agent's final answer);
+turning a crash into ``status: error``; ``command_run`` is that run for a
+command agent (a per-run gateway, ``agent_process`` for its process group);
+``fieldcap`` bounds what one record field contributes to written files;
+``verifiers`` judges the result (``answer_checks`` over the agent's final answer);
 ``events`` writes versioned JSONL lifecycle events; ``progress`` is the
 terminal progress display; ``interrupt`` turns Ctrl-C/SIGTERM into an
 orderly cancellation (exit 130).

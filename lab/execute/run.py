@@ -138,7 +138,13 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
         workspace = create_workspace(task.fixture, git_init=task.fixture_git,
                                      parent=sandbox.run_root, sandbox=sandbox.backend)
         baseline = snapshot(workspace)
-        _run_agent_and_verify(ctx, task, workspace, baseline, record)
+        if ctx.config.data["agent"].get("kind") == "command":
+            from lab.execute.command_run import CassetteHooks, run_command_agent
+
+            hooks = CassetteHooks(cassette_header, replay_preconditions, recorded_at)
+            run_command_agent(ctx, task, workspace, baseline, record, hooks)
+        else:
+            _run_agent_and_verify(ctx, task, workspace, baseline, record)
     except LabError as exc:
         record.update(status="error", error={"kind": _error_kind(exc), "message": str(exc)})
     except Exception as exc:  # a bug in the lab: recorded as data, the eval goes on

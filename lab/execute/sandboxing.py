@@ -81,8 +81,9 @@ def open_sandbox(requested: str, *, stderr: TextIO | None = None) -> Sandbox:
         return Sandbox(backend=backend, requested=requested, run_root=_run_root(stream))
 
 
-def check_trust(sandbox: Sandbox, *, third_party: bool, trust_local: bool, where: str) -> None:
-    """Refuse unsandboxed commands of a third-party suite without ``trust_local=true``.
+def check_trust(sandbox: Sandbox, *, third_party: bool, trust_local: bool, where: str,
+                what: str = "a third-party suite") -> None:
+    """Refuse unsandboxed commands of a third-party suite (or a command agent) without ``trust_local=true``.
 
     Raises:
         ConfigError: one line naming the suite, the backend and both fixes.
@@ -91,6 +92,6 @@ def check_trust(sandbox: Sandbox, *, third_party: bool, trust_local: bool, where
         return
     how = ("sandbox=none" if sandbox.requested == "none"
            else f"sandbox={sandbox.requested} fell back to none")
-    raise ConfigError(f"{where} is a third-party suite and {how}: its commands would run "
+    raise ConfigError(f"{where} is {what} and {how}: its commands would run "
                       f"unsandboxed on the host; pass trust_local=true to allow it, or use "
                       f"sandbox=bwrap (apt-get install bubblewrap)")

@@ -50,6 +50,7 @@ def conditions(h: dict[str, Any]) -> list[tuple[str, str]]:
         ("config hash", h["configHash"]), ("variant", h.get("variant") or "baseline"),
         ("provider / model", f"{h['provider']} / {h['model']}"),
         ("endpoint", endpoint_text(h)),
+        *([("agent", f"{h['agent']['name']} {h['agent'].get('version') or ''}".strip())] if h.get("agent") else []),
         ("mode", h["mode"]), ("k", str(h["k"])), ("seed", str(h["seed"])), ("run id", h["runId"]),
     ]
     if "sandbox" in h:

@@ -239,7 +239,9 @@ def test_suite_files_parse_with_unique_ids(suite_id: str) -> None:
             for path in [verifier.get("path", "x"), *verifier.get("allowed", [])]:
                 assert not path.startswith("/") and ".." not in Path(path).parts, (task["id"], path)
     assert sorted(p.name for p in (suite_dir / "fixtures").iterdir()) == sorted(ids)
-    assert sorted(p.stem for p in (suite_dir / "scripts").iterdir()) == sorted(ids)
+    assert sorted(p.stem for p in (suite_dir / "scripts").iterdir() if p.is_file()) == sorted(ids)
+    for agent_scripts in (suite_dir / "scripts" / "agents").glob("*"):  # command agents' own scripts
+        assert sorted(p.stem for p in agent_scripts.iterdir()) == sorted(ids), agent_scripts
 
 
 def test_smoke_coding_has_three_easy_and_four_hard_tasks() -> None:

@@ -83,7 +83,7 @@ CORPUS: list[tuple[str, Edit, str]] = [
      f"{T1}: Additional properties are not allowed ('extra' was unexpected)"),
     ("tags-unique", setf(t(0), tags=["a", "a"]), f"{T1}.tags: ['a', 'a'] has non-unique elements"),
     ("agent-pattern", setf(t(0), agent="a b"), f"{T1}.agent: 'a b' does not match '^[A-Za-z0-9][A-Za-z0-9._-]*$'"),
-    ("agent-unknown", setf(t(0), agent="nobody"), f"{T1}.agent: no agent profile 'nobody' (available: builtin)"),
+    ("agent-unknown", setf(t(0), agent="nobody"), f"{T1}.agent: no agent profile 'nobody' (available: aider, builtin, codex, mini-swe-agent, reference)"),
     ("fixture-git-type", setf(t(0), fixtureGit="yes"), f"{T1}.fixtureGit: 'yes' is not of type 'boolean'"),
     ("replay-normalize-regex", setf(t(0), replayNormalize=[{"pattern": "(", "replace": ""}]),
      f"{T1}.replayNormalize[0].pattern: invalid regular expression: missing ), unterminated subpattern "

@@ -1,0 +1,60 @@
+"""agent=reference runs the bundled smoke-coding suite through the gateway: record, then replay (CI, no network).
+
+The scripted provider sits behind the gateway (``provider=scripted``) and plays
+the reference agent's own scripts (suites/smoke-coding/scripts/agents/reference/),
+as chat completions or translated to Responses API events, streamed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.lab_process import run_cmd
+from tests.helpers.schemas import assert_jsonl_valid, assert_valid
+
+pytestmark = pytest.mark.slow
+
+
+def verdicts(data_dir: Path) -> dict[str, list[str]]:
+    """Per task: the run's status, claim and every verifier's status, from the run records."""
+    report = json.loads(next(data_dir.glob("smoke-coding/*/reports/*/report.json")).read_text())
+    assert_valid("report", report)
+    assert report["header"]["agent"] == {"name": "reference", "kind": "command", "version": "0.1.0"}
+    found = {}
+    for path in data_dir.glob("smoke-coding/*/runs/*/*.json"):
+        record = json.loads(path.read_text())
+        assert_valid("run-record", record)
+        found[record["taskId"]] = [record["status"], record["claim"], *[v["status"] for v in record["verifiers"]]]
+    return found
+
+
+def cassettes(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((root / "smoke-coding" / "agents" / "reference").glob("*.jsonl"))}
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_record_then_replay_twice_is_identical(tmp_path: Path, api: str) -> None:
+    base = ["suite=smoke-coding", "provider=scripted", "agent=reference", f"agent.api={api}", "jobs=2",
+            f"cassette_dir={tmp_path / 'cassettes'}"]
+    recorded = run_cmd(["doit", "record", *base], tmp_path / "record")
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    first = cassettes(tmp_path / "cassettes")
+    assert len(first) == 7
+    for name in first:
+        assert_jsonl_valid("cassette", tmp_path / "cassettes" / "smoke-coding" / "agents" / "reference" / name)
+    calls = [json.loads(line) for line in next(iter(first.values())).decode().splitlines()[1:]]
+    assert {c["api"] for c in calls} == {api} and all(c["exchange"]["type"] == "sse" for c in calls)
+    expected = verdicts(tmp_path / "record")
+    assert all(v[0] == "pass" for v in expected.values()), expected
+    for i in range(2):
+        replayed = run_cmd(["doit", "eval", "mode=replay", "k=1", *base], tmp_path / f"replay{i}")
+        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+        assert verdicts(tmp_path / f"replay{i}") == expected
+    shutil.copytree(tmp_path / "cassettes", tmp_path / "again")
+    again = run_cmd(["doit", "record", *base[:-1], f"cassette_dir={tmp_path / 'again'}"], tmp_path / "record2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert cassettes(tmp_path / "again") == first  # the recomputed cassettes are byte-identical
