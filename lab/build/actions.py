@@ -166,7 +166,7 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Non
         rerun = ctx.config.data["force"] or ctx.config.mode == "record"
         if not rerun and RecordCurrent(target, inputs)(None, {}):
             ctx.events.emit("run_skipped", **ident, reason="run by another command")
-            display().run_skipped()
+            display().run_skipped(str(ctx.events.identity.get("runId", "")))
             return None
         _execute(ctx, spec, target, inputs, ident)
 

@@ -21,6 +21,7 @@ from lab import paths
 from lab.build.actions import ci_gate_action
 from lab.build.graph import Prepared, cmdline_overrides, creator, eval_tasks, prepare, progress_requested
 from lab.errors import ConfigError
+from lab.suites.source import cassette_root
 
 
 def plan_ci(overrides: list[str]) -> tuple[list[Any], list[tuple[str, str]]]:
@@ -50,9 +51,11 @@ def plan_ci(overrides: list[str]) -> tuple[list[Any], list[tuple[str, str]]]:
     if given.get("cassette_dir") and len(selected) != 1:
         raise ConfigError(f"ci: cassette_dir= holds the recordings of a single suite, but {len(selected)} suites "
                           "are selected; name one with suite=ID (or give a suite_dir holding one suite)")
-    cassettes = paths.from_root(given.get("cassette_dir") or paths.CASSETTES_DIR)
+    suite_dir = Path(given["suite_dir"]).absolute() if given.get("suite_dir") else paths.SUITES_DIR
     prepared, skipped = [], []
     for suite_id, source in selected:
+        # A suite outside the checkout keeps its recordings beside it (<suite>/cassettes/<id>/).
+        cassettes = cassette_root(suite_dir / suite_id, given.get("cassette_dir"))
         if not any((cassettes / suite_id).glob("*.jsonl")):
             skipped.append((suite_id, "no cassettes"))
             continue

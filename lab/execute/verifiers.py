@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lab.errors import LabError, ProcessStartError, ToolError
-from lab.sandbox.base import SandboxBackend, command_limits
+from lab.sandbox.base import SandboxBackend, command_limits, start_failure
 from lab.sandbox.confined import inspect_confined
 from lab.sandbox.none import NoneBackend
 from lab.sandbox.process import run_process
@@ -119,6 +119,9 @@ def _check_command(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
                              env=launch.env, cancel=ctx.cancel)
     except ProcessStartError as exc:
         return "error", str(exc), {}
+    not_started = start_failure(result.exit_code, result.stderr)
+    if not_started:
+        return "error", not_started, {}
     diagnostics = {
         "exitCode": result.exit_code,
         "stdoutBytes": result.stdout_bytes,

@@ -194,3 +194,31 @@ def base_env(*, path: str, home: str, tmpdir: str) -> dict[str, str]:
     """
     return {"PATH": path, "HOME": home, "TMPDIR": tmpdir, "LANG": "C.UTF-8", "TZ": "UTC",
             "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+_EXEC_FAILURE = re.compile(rb"prlimit: failed to execute (?P<program>[^:\n]+): (?P<why>[^\n]+)")
+
+
+def start_failure(exit_code: int | None, stderr: bytes) -> str | None:
+    """Why a sandboxed command never started, or None when it ran.
+
+    Inside the sandbox the command is started by ``prlimit``; when the program
+    cannot be executed (not found, not executable) ``prlimit`` exits 127 or
+    126 and says so on stderr. That is a command that *did not start*, like
+    ``ProcessStartError`` on the host, not a command that failed.
+
+    Args:
+        exit_code: the wrapped process's exit code.
+        stderr: its captured stderr.
+
+    Returns:
+        ``cannot start 'PROGRAM': REASON`` or None.
+    """
+    if exit_code not in (126, 127):
+        return None
+    match = _EXEC_FAILURE.search(stderr)
+    if match is None:
+        return None
+    program = match["program"].decode("utf-8", errors="replace")
+    why = match["why"].decode("utf-8", errors="replace").strip()
+    return f"cannot start {program!r}: {why}"

@@ -12,14 +12,17 @@ from tests.helpers.lab_process import ROOT, run_cmd
 pytestmark = pytest.mark.slow
 
 
-def copy_suites(root: Path, *names: str) -> Path:
+def copy_suites(root: Path, *names: str, cassettes: bool = False) -> Path:
+    """Copies of bundled suites; with ``cassettes`` their recordings beside them (<suite>/cassettes/<id>/)."""
     for name in names:
         shutil.copytree(ROOT / "suites" / name, root / name)
+        if cassettes:
+            shutil.copytree(ROOT / "cassettes" / name, root / name / "cassettes" / name)
     return root
 
 
 def test_ci_replays_the_suites_of_a_suite_dir(tmp_path: Path) -> None:
-    suites = copy_suites(tmp_path / "suites", "core", "holdout")
+    suites = copy_suites(tmp_path / "suites", "core", "holdout", cassettes=True)
     result = run_cmd(["lab", "ci", f"suite_dir={suites}", "yes=true"], tmp_path / "runs")
     assert result.returncode == 0, result.stdout + result.stderr
     table = result.stdout.split("suite ", 1)[1]
@@ -37,7 +40,7 @@ def test_ci_replays_one_suite_of_a_suite_dir_from_a_cassette_dir(tmp_path: Path)
 
 
 def test_a_suite_dir_suite_is_third_party_and_needs_yes(tmp_path: Path) -> None:
-    suites = copy_suites(tmp_path / "suites", "core")
+    suites = copy_suites(tmp_path / "suites", "core", cassettes=True)
     result = run_cmd(["lab", "ci", f"suite_dir={suites}"], tmp_path / "runs")
     assert result.returncode == 1
     assert "yes=true" in result.stderr

@@ -56,7 +56,7 @@ def stub() -> Iterator[Stub]:
 
 
 def live_args(stub: Stub, *more: str) -> list[str]:
-    return ["suite=smoke-coding", "provider=openai", f"provider.base_url={stub.server.url}/v1",
+    return ["suite=smoke-coding", "provider=openai", "preflight=false", f"provider.base_url={stub.server.url}/v1",
             "provider.stream=false", "provider.max_retries=0", "provider.api_key_env=LAB_TEST_KEY",
             "tasks=[rename-symbol]", "k=2", *more]
 
@@ -269,7 +269,7 @@ def test_two_identical_evals_at_once_execute_each_run_once(tmp_path: Path) -> No
     with LocalHTTPServer() as server:
         gate = Gate(server)
         args = [
-            "suite=smoke-coding", "provider=openai", f"provider.base_url={server.url}/v1",
+            "suite=smoke-coding", "provider=openai", "preflight=false", f"provider.base_url={server.url}/v1",
             "provider.stream=false", "provider.max_retries=0", "provider.api_key_env=LAB_TEST_KEY",
             "tasks=[rename-symbol,fix-default-argument]", "k=3"]
         first = start(args, tmp_path)

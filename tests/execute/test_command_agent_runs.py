@@ -52,9 +52,9 @@ def overrides(tmp_path: Path, suites: Path, probe_mode: str, *extra: str) -> lis
 
 
 def run_once(argv: list[str], sandbox: Any = None, env: dict[str, str] | None = None) -> dict[str, Any]:
-    prep = prepare(argv)
-    if sandbox is not None:
-        prep.ctx.sandbox = sandbox
+    # The key sits in ``env`` only (not the process's environment): no preflight against it.
+    backend = [f"sandbox={sandbox.name}"] if sandbox is not None else []
+    prep = prepare([*argv, "preflight=false", *backend])
     if env is not None:
         prep.ctx.env = env
     record = execute_run(prep.ctx, prep.specs[0])
@@ -123,7 +123,9 @@ def test_the_real_key_reaches_neither_the_agent_nor_the_data_dir(tmp_path: Path)
 
 def test_a_looping_agent_is_ended_by_max_turns_and_the_report_says_budget_exceeded(tmp_path: Path) -> None:
     suites = probe_suite(tmp_path, maxTurns=3)
-    result = run_cmd(["doit", "eval", "k=1", "mode=live", *overrides(tmp_path, suites, "loop")], tmp_path / "runs")
+    # On the host (sandbox=none): the lab itself must leave nothing running, without a pid namespace.
+    result = run_cmd(["doit", "eval", "k=1", "mode=live", "sandbox=none", "trust_local=true",
+                      *overrides(tmp_path, suites, "loop")], tmp_path / "runs")
     assert result.returncode in (0, 1), result.stdout + result.stderr
     record = json.loads(next((tmp_path / "runs").glob(f"smoke-coding/*/runs/{TASK}/*.json")).read_text())
     assert record["status"] == "budget_exceeded" and record["budgetExceeded"] == "maxTurns"
@@ -136,7 +138,7 @@ def test_a_looping_agent_is_ended_by_max_turns_and_the_report_says_budget_exceed
 
 def test_an_agent_that_ignores_sigterm_is_ended_by_max_wall_ms(tmp_path: Path) -> None:
     suites = probe_suite(tmp_path, maxWallMs=1500, maxTurns=100)
-    record = run_once(overrides(tmp_path, suites, "hang", "mode=live"))
+    record = run_once(overrides(tmp_path, suites, "hang", "mode=live", "sandbox=none", "trust_local=true"))
     assert record["status"] == "budget_exceeded" and record["budgetExceeded"] == "maxWallMs"
     assert record["executor"]["endedByLab"] == "maxWallMs" and record["executor"]["signal"] == "SIGKILL"
     assert record["claim"] == "none"

@@ -46,7 +46,7 @@ def test_a_replay_divergence_ends_with_run_error(tmp_path: Path, command: list[s
     events = events_of(result.stderr)
     assert [e["event"] for e in events[-2:]] == ["eval_finished", "run_error"]
     assert events[-1]["exitCode"] == 2 and "replay divergence" in str(events[-1]["reason"])
-    saved = [json.loads(line) for line in next(data.glob("core/*/events.jsonl")).read_text().splitlines()]
+    saved = [json.loads(line) for line in next(data.glob("core/*/history.jsonl")).read_text().splitlines()]
     assert saved[-1]["event"] == "run_error"
 
 

@@ -35,7 +35,7 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 
 from lab.errors import ConfigError, PolicyViolation, ProcessStartError, ToolError
-from lab.sandbox.base import SandboxBackend, command_limits
+from lab.sandbox.base import SandboxBackend, command_limits, start_failure
 from lab.sandbox.confined import write_confined
 from lab.sandbox.none import NoneBackend
 from lab.sandbox.process import run_process
@@ -351,6 +351,9 @@ def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     result = run_process(launch.argv, cwd=launch.cwd, timeout_ms=timeout_ms,
                          env=launch.env, max_output_bytes=4 * ctx.output_chars,
                          cancel=ctx.cancel)
+    not_started = start_failure(result.exit_code, result.stderr)
+    if not_started:
+        raise ProcessStartError(not_started)
     out = result.stdout.decode("utf-8", errors="replace")
     err = result.stderr.decode("utf-8", errors="replace")
     half = ctx.output_chars // 2
