@@ -13,7 +13,7 @@ Figures, each read from the report and absent when the report lacks it:
 Not comparable: different modes (every figure); different or unknown
 compaction settings (token-based figures: tokens, cached input, cost; the
 header ``compaction`` block, equal when absent from both); different rates
-(cost); runs made with a different ``jobs``, or on different machines (the
+(cost); runs made with a different ``jobs``, under different sandbox backends, or on different machines (the
 header ``execution`` block, equal when absent from both), for wall time.
 """
 
@@ -72,6 +72,8 @@ def _compaction_reason(hb: dict[str, Any], hc: dict[str, Any]) -> str | None:
 
 def _execution_reason(hb: dict[str, Any], hc: dict[str, Any]) -> str | None:
     """Why wall times of the two reports cannot be compared, or None."""
+    if hb.get("sandbox") != hc.get("sandbox"):  # a sandboxed command pays for its namespaces and mounts
+        return f"runs made under different sandbox backends (base {hb.get('sandbox')}, cand {hc.get('sandbox')})"
     eb, ec = hb.get("execution"), hc.get("execution")
     if eb == ec:
         return None

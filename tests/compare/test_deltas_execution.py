@@ -33,3 +33,12 @@ def test_wall_time_not_comparable_across_execution_conditions(base: Any, cand: A
 def test_wall_time_comparable_under_the_same_conditions(execution: Any) -> None:
     out = deltas(doc(execution), doc(execution), same_mode=True)
     assert out["wallMsPerSuccess"]["comparable"] is True and out["wallMsPerSuccess"]["delta"] == 0
+
+
+def test_wall_time_not_comparable_across_sandbox_backends() -> None:
+    base, cand = doc({"jobs": 1, "machine": "a"}), doc({"jobs": 1, "machine": "a"})
+    base["header"]["sandbox"], cand["header"]["sandbox"] = "none", "bwrap"
+    out = deltas(base, cand, same_mode=True)
+    assert out["wallMsPerSuccess"]["comparable"] is False
+    assert "different sandbox backends (base none, cand bwrap)" in out["wallMsPerSuccess"]["reason"]
+    assert out["tokensPerSuccess"]["comparable"] is True
