@@ -34,9 +34,9 @@ eval: $(STAMP)
 run: $(STAMP)
 	$(BIN)/lab run $(OVERRIDES)
 
-## test: run the test suite
+## test: run the test suite, one worker per core (tests share no directory or port)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup
 
 ## typecheck: mypy --strict over the library
 typecheck: $(STAMP)

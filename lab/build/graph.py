@@ -411,7 +411,13 @@ def run_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
     if ctx.config.mode == "replay":
         from lab.replay.cassette import cassette_path
 
-        cassette = cassette_path(ctx.cassette_dir, ctx.suite.id, spec.task_id)
+        agent = ctx.config.data["agent"]
+        if agent.get("kind") == "command":  # a command agent replays its own recording
+            from lab.execute.command_run import agent_cassette_path
+
+            cassette = agent_cassette_path(ctx.cassette_dir, ctx.suite.id, agent["name"], spec.task_id)
+        else:
+            cassette = cassette_path(ctx.cassette_dir, ctx.suite.id, spec.task_id)
         inputs["cassetteDigest"] = (hashlib.sha256(cassette.read_bytes()).hexdigest()
                                     if cassette.exists() else None)
     return inputs
@@ -459,14 +465,14 @@ def _run_name(prep: Prepared, spec: Any) -> str:
 
 def _write_config(prep: Prepared) -> None:
     from lab.execute.run import credential_env
-    from lab.export.secrets import CREDENTIAL_HEADERS, SecretScanner
+    from lab.export.secrets import SecretScanner, is_credential_header
     from lab.files import dumps_json, write_atomic
 
     ctx = prep.ctx
     config = _public_config(ctx.config.data)
     headers = dict(config["provider"].get("headers") or {})
     for name in headers:  # credential headers are never written, whatever their value
-        if name.lower() in CREDENTIAL_HEADERS:
+        if is_credential_header(name):
             headers[name] = "<secret:credential-header>"
     config["provider"] = {**config["provider"], "headers": headers}
     doc = {"schemaVersion": 1, "configHash": ctx.config_hash, "variant": ctx.config.variant,

@@ -221,6 +221,7 @@ def config_problems(data: dict[str, Any]) -> list[str]:
     suite_dir = data.get("suite_dir")
     if isinstance(suite_dir, str) and suite_dir and not from_root(suite_dir).is_dir():
         problems.append(f"config: suite_dir: {from_root(suite_dir)} is not a directory")
+    problems += _provider_problems(data.get("provider") or {})
     agent = data.get("agent") or {}
     if agent.get("kind") == "command":
         from lab.agents.command import preset_problems
@@ -250,3 +251,26 @@ def _non_finite(value: Any, path: str = "") -> list[tuple[str, float]]:
 def _dotted(path: Any) -> str:
     parts = [f"[{p}]" if isinstance(p, int) else f".{p}" for p in path]
     return "".join(parts).lstrip(".") or "(root)"
+
+
+def _provider_problems(provider: dict[str, Any]) -> list[str]:
+    """Credentials go through ``provider.api_key_env`` only: never in the URL, never as an
+    ``Authorization`` header (either would replace the key silently and could be written)."""
+    from urllib.parse import urlsplit
+
+    problems = []
+    base_url = provider.get("base_url")
+    if isinstance(base_url, str) and base_url:
+        try:
+            parts = urlsplit(base_url)
+            has_userinfo = parts.username is not None or parts.password is not None
+        except ValueError:
+            has_userinfo = False
+        if has_userinfo:
+            problems.append("config: provider.base_url: carries credentials (user:password@); "
+                            "give the key through provider.api_key_env instead")
+    for name in provider.get("headers") or {}:
+        if str(name).lower() in ("authorization", "proxy-authorization"):
+            problems.append(f"config: provider.headers.{name}: set the API key through provider.api_key_env, "
+                            "not an Authorization header")
+    return problems

@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple
 
 from lab.agents.command import CommandPreset, agent_prefix, placeholder_values, render, resolve_program
-from lab.errors import ConfigError
+from lab.errors import CassetteError, ConfigError
 from lab.suites.load import Task
 
 WALL_SLACK_S = 5.0
@@ -112,6 +112,13 @@ def run_command_agent(ctx: Any, task: Task, workspace: Path, baseline: dict[str,
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
     _finish(ctx, task, preset, workspace, baseline, record, gateway, status, calls)
+    overridden = getattr(getattr(upstream, "inner", None), "overridden", None) or \
+        getattr(getattr(getattr(upstream, "inner", None), "inner", None), "overridden", None)
+    if overridden:
+        asked = ", ".join(f"{name!r} ({n} call(s))" for name, n in sorted(overridden.items()))
+        record.setdefault("warnings", []).append(
+            f"agent {preset.name} asked for model {asked}; the gateway sent provider.model "
+            f"{ctx.config.data['provider']['model']!r} instead (the model measured)")
     started = holder.get("started")
     record["executor"]["startupMs"] = None if upstream.first is None or started is None \
         else max(0, int((upstream.first - started) * 1000))
@@ -263,6 +270,10 @@ def _upstream(ctx: Any, task: Task, preset: CommandPreset, normalise: Any, calls
 
         path = agent_cassette_path(ctx.cassette_dir, ctx.suite.id, preset.name, task.id)
         header, recorded = read_cassette(path)
+        recorded_api = (header.get("agent") or {}).get("api")
+        if recorded_api and recorded_api != preset.api:
+            raise CassetteError(f"{path}: recorded with agent.api={recorded_api}; this run uses "
+                                f"agent.api={preset.api} (record again, or pass agent.api={recorded_api})")
         record["warnings"] = hooks.preconditions(ctx, task, header, str(path))
         recordings = [Recording(c["index"], c.get("api", "chat"), c["request"], c["exchange"], c["fingerprint"])
                       for c in recorded]
@@ -280,7 +291,7 @@ def _upstream(ctx: Any, task: Task, preset: CommandPreset, normalise: Any, calls
         key_env = provider.get("api_key_env") or ""
         inner = LiveUpstream(provider.get("base_url") or "https://api.openai.com/v1",
                              ctx.env.get(key_env, ""), timeout_s=float(provider["timeout_s"]),
-                             extra_headers=dict(provider.get("headers") or {}))
+                             extra_headers=dict(provider.get("headers") or {}), model=str(provider["model"]))
     if mode == "record":
         return RecordingUpstream(inner, normalise, calls.append)
     return inner

@@ -79,6 +79,15 @@ PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----EN
 # Anthropic x-api-key, Google x-goog-api-key, cookies).
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key",
                                 "x-goog-api-key", "cookie", "set-cookie"})
+CREDENTIAL_NAME = re.compile(r"(?i)(key|token|secret|auth|passw|session|cookie|credential|signature)")
+
+
+def is_credential_header(name: str) -> bool:
+    """Whether a header's *name* says it carries a credential (``authorization``, ``x-api-key``,
+    ``X-Gateway-Token``, ``x-session-id`` …): such a value is never written, whatever it looks like."""
+    return name.lower() in CREDENTIAL_HEADERS or CREDENTIAL_NAME.search(name) is not None
+
+
 IDENTIFIER_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
@@ -226,7 +235,7 @@ class SecretScanner:
         """(headers safe to write, names dropped): credential headers and any whose value holds a secret."""
         kept, dropped = {}, []
         for name, value in headers.items():
-            if name.lower() in CREDENTIAL_HEADERS or self.findings(f"{value}"):
+            if is_credential_header(name) or self.findings(f"{value}"):
                 dropped.append(name)
             else:
                 kept[name] = value
@@ -296,8 +305,10 @@ def _plausible(candidate: str) -> bool:
 
 
 def _key_like(body: str) -> bool:
-    """A random key body mixes digits, upper and lower case; a kebab-case slug does not."""
-    return any(c.isdigit() for c in body) and any(c.isupper() for c in body) and any(c.islower() for c in body)
+    """A random key body: digits and letters, with a run of 16 or more of them unbroken by a
+    dash or underscore (``sk-live-0a1b…``, mixed case or not); a kebab-case slug has none."""
+    return (any(c.isdigit() for c in body) and any(c.isalpha() for c in body)
+            and re.search(r"[A-Za-z0-9]{16,}", body) is not None)
 
 
 def _child(path: str, key: str) -> str:

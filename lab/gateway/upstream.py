@@ -22,6 +22,7 @@ answers, passed through.
 from __future__ import annotations
 
 import dataclasses
+import json
 import socket
 from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -100,17 +101,31 @@ class LiveUpstream:
     extra_headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     proxy: str | None = None
     transport: httpx.AsyncBaseTransport | None = None
+    model: str | None = None
+    overridden: dict[str, int] = field(default_factory=dict)
     _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
 
     async def send(self, request: UpstreamRequest) -> UpstreamReply:
-        """Forward one call (see :class:`Upstream`)."""
+        """Forward one call (see :class:`Upstream`).
+
+        With ``model`` set, every call goes out for that model: the run
+        measures the configured model, whatever the agent asked for. A call
+        that asked for another is counted in ``overridden`` (asked name →
+        calls), so the run can say so; the agent never picks what the real key
+        pays for.
+        """
         client = self._get_client()
+        content = request.raw
+        asked = request.body.get("model") if isinstance(request.body, dict) else None
+        if self.model is not None and asked != self.model:
+            self.overridden[str(asked)] = self.overridden.get(str(asked), 0) + 1
+            content = json.dumps({**request.body, "model": self.model}, ensure_ascii=False).encode("utf-8")
         headers = {**self.extra_headers, "Content-Type": "application/json",
                    "Accept": "text/event-stream" if request.stream else "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         url = f"{self.base_url.rstrip('/')}/{request.endpoint}"
-        outgoing = client.build_request("POST", url, content=request.raw, headers=headers)
+        outgoing = client.build_request("POST", url, content=content, headers=headers)
         try:
             response = await client.send(outgoing, stream=True)
         except httpx.TimeoutException:

@@ -46,13 +46,14 @@ def preflight(settings: Mapping[str, Any], env: Mapping[str, str], *,
     if not key:
         raise ConfigError(f"provider openai: {key_env} is not set; {NO_KEY_HINT}")
     base_url = str(settings.get("base_url") or "").rstrip("/")
-    status = _get_models(base_url, key, env, timeout_s)
+    status = _get_models(base_url, key, env, timeout_s, dict(settings.get("headers") or {}))
     if status in (401, 403):
         raise ProviderAuthError(f"provider openai: {base_url}/models: HTTP {status}: the key in {key_env} "
                                 "was refused")
 
 
-def _get_models(base_url: str, key: str, env: Mapping[str, str], timeout_s: float) -> int:
+def _get_models(base_url: str, key: str, env: Mapping[str, str], timeout_s: float,
+                headers: Mapping[str, str] | None = None) -> int:
     """HTTP status of ``GET <base_url>/models``; raises ProviderError when nothing answers."""
     import httpx
 
@@ -63,7 +64,8 @@ def _get_models(base_url: str, key: str, env: Mapping[str, str], timeout_s: floa
         with httpx.Client(timeout=httpx.Timeout(timeout_s), **_client_options(env, url, None)) as client:
             # Only the status line counts: the body is never read, so a server that
             # streams or trickles it cannot hold the preflight past its timeout.
-            with client.stream("GET", url, headers={"Authorization": f"Bearer {key}"}) as response:
+            sent = {**(headers or {}), "Authorization": f"Bearer {key}"}  # the gateway's headers too
+            with client.stream("GET", url, headers=sent) as response:
                 return response.status_code
     except httpx.HTTPError as exc:
         reason = str(exc).replace(key, "<redacted>") or type(exc).__name__

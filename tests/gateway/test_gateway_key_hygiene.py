@@ -59,3 +59,20 @@ def test_the_recording_holds_no_key(make_gateway: MakeGateway, provider: LocalHT
 
 def test_the_key_is_not_in_the_upstream_repr() -> None:
     assert REAL_KEY not in repr(LiveUpstream("http://127.0.0.1:9/v1", REAL_KEY))
+
+
+def test_the_agent_cannot_choose_the_model_the_real_key_pays_for(
+        make_gateway: MakeGateway, provider: LocalHTTPServer) -> None:
+    provider.handler = lambda request, response: response.send_json(
+        200, {"id": "c", "object": "chat.completion", "model": request.json()["model"],
+              "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]})
+    live = LiveUpstream(provider.url + "/v1", REAL_KEY, model="measured-model")
+    gateway = make_gateway(live)
+
+    for model in ("measured-model", "o1-pro-expensive", "o1-pro-expensive"):
+        httpx.post(gateway.address.base_url + "/chat/completions", headers=AUTH,
+                   json={"model": model, "max_tokens": 100000})
+
+    assert [r.json()["model"] for r in provider.requests] == ["measured-model"] * 3
+    assert [r.json()["max_tokens"] for r in provider.requests] == [100000] * 3  # the rest goes as sent
+    assert live.overridden == {"o1-pro-expensive": 2}
