@@ -28,14 +28,13 @@ from typing import Any
 from lab.errors import CassetteError, CassetteMiss, ProviderError
 from lab.files import dumps_line, split_lines, write_atomic
 from lab.providers.base import Exchange, Provider, Purpose
+from lab.replay.fingerprint import EXCERPT_CHARS, json_equal, string_excerpts
 from lab.replay.fingerprint import fingerprint as _fingerprint
-from lab.replay.fingerprint import json_equal
 
 FORMAT = "cassette/v1"
 SCHEMA_VERSION = 1
 MAX_CASSETTE_BYTES = 256 * 1024
 MAX_SUITE_BYTES = 2 * 1024 * 1024
-EXCERPT_CHARS = 40
 
 
 @dataclass(frozen=True)
@@ -218,7 +217,7 @@ def first_difference(recorded: Any, actual: Any, path: str = "") -> tuple[str, s
                     key = str(i)
                 return first_difference(_unwrap(recorded[i]), _unwrap(actual[i]), f"{path}[{key}]")
     elif isinstance(recorded, str) and isinstance(actual, str):
-        return path, *_string_excerpts(recorded, actual)
+        return path, *string_excerpts(recorded, actual)
     return path, _excerpt(recorded), _excerpt(actual)
 
 
@@ -235,19 +234,6 @@ def _unwrap(item: Any) -> Any:
     if isinstance(item, dict) and item.get("type") == "function" and isinstance(item.get("function"), dict):
         return {**{k: v for k, v in item.items() if k != "function"}, **item["function"]}
     return item
-
-
-def _string_excerpts(a: str, b: str) -> tuple[str, str]:
-    i = 0
-    while i < min(len(a), len(b)) and a[i] == b[i]:
-        i += 1
-    start = max(0, i - EXCERPT_CHARS)
-    return _clip(a, start, i), _clip(b, start, i)
-
-
-def _clip(s: str, start: int, at: int) -> str:
-    end = at + EXCERPT_CHARS
-    return ("…" if start > 0 else "") + s[start:end] + ("…" if end < len(s) else "")
 
 
 def _excerpt(value: Any) -> str:

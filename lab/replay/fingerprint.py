@@ -54,3 +54,21 @@ def fingerprint(normalised_request: dict[str, Any]) -> str:
     Requests that are :func:`json_equal` have the same fingerprint.
     """
     return canonical_hash(canonical_numbers(normalised_request))
+
+
+EXCERPT_CHARS = 40
+"""Characters of context on each side of the first difference in a divergence message."""
+
+
+def string_excerpts(a: str, b: str) -> tuple[str, str]:
+    """Short excerpts of two strings around their first differing character (``…`` where cut)."""
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    start = max(0, i - EXCERPT_CHARS)
+    return _clip(a, start, i), _clip(b, start, i)
+
+
+def _clip(s: str, start: int, at: int) -> str:
+    end = at + EXCERPT_CHARS
+    return ("…" if start > 0 else "") + s[start:end] + ("…" if end < len(s) else "")

@@ -41,9 +41,9 @@ from typing import Any, Literal
 
 from lab.errors import CassetteMiss
 from lab.providers.base import Exchange
+from lab.replay.fingerprint import EXCERPT_CHARS, string_excerpts
 from lab.replay.normalise import Api, canonical, canonical_json, fingerprint
 
-EXCERPT_CHARS = 40
 ROOT = "<body>"
 EXTRA_CALL = "(extra call)"
 MISSING_CALL = "(call never made)"
@@ -250,7 +250,7 @@ def _diff(rec: Any, act: Any, path: str) -> Difference | None:
         if found is None:
             found = _diff_lists(rec, act, path)
     elif isinstance(rec, str) and isinstance(act, str):
-        found = Difference(where, *_string_excerpts(rec, act))
+        found = Difference(where, *string_excerpts(rec, act))
     else:
         found = None
     return found or Difference(where, _excerpt(rec), _excerpt(act))
@@ -343,19 +343,6 @@ def _quote(name: str) -> str:
 def _last_key(path: str) -> str:
     match = re.search(r"(?:^|\.)([A-Za-z_][A-Za-z0-9_]*)$", path)
     return match.group(1) if match else ""
-
-
-def _string_excerpts(a: str, b: str) -> tuple[str, str]:
-    i = 0
-    while i < min(len(a), len(b)) and a[i] == b[i]:
-        i += 1
-    start = max(0, i - EXCERPT_CHARS)
-    return _clip(a, start, i), _clip(b, start, i)
-
-
-def _clip(s: str, start: int, at: int) -> str:
-    end = at + EXCERPT_CHARS
-    return ("…" if start > 0 else "") + s[start:end] + ("…" if end < len(s) else "")
 
 
 def _excerpt(value: Any) -> str:

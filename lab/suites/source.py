@@ -116,7 +116,8 @@ def confirm_third_party(suite: Suite, *, yes: bool, stdin: TextIO | None = None,
     stderr = sys.stderr if stderr is None else stderr
     where = f"suite {suite.id}"
     print(f"warning: {where} ({suite.path}) is not a bundled suite: its fixtures and verifier "
-          f"commands run with your privileges.", file=stderr, flush=True)
+          f"commands are code you have not reviewed (they run in the sandbox; under sandbox=none "
+          f"they would run with your privileges).", file=stderr, flush=True)
     if yes:
         _CONFIRMED.add(key)
         return

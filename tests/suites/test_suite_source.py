@@ -111,7 +111,7 @@ def test_without_a_terminal_a_third_party_suite_is_refused(tmp_path: Path) -> No
     err = io.StringIO()
     with pytest.raises(ConfigError, match="no terminal to confirm it; pass yes=true to run it"):
         resolve_suite(third_party(tmp_path), stdin=io.StringIO("y\n"), stderr=err)
-    assert "verifier commands run with your privileges" in err.getvalue()
+    assert "verifier commands are code you have not reviewed" in err.getvalue()
 
 
 @pytest.mark.parametrize(("answer", "accepted"), [("y", True), ("YES", True), ("n", False), ("", False)])
