@@ -47,7 +47,10 @@ def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Pa
     assert any(e["event"] == "run_cancelled" for e in events)
     again = run_cmd(["doit", "eval", "suite=smoke-coding", "provider=scripted", "k=5"], tmp_path)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert f"{len(kept)} run(s) up to date" in again.stdout
+    # Every kept result is reused; a run the signal caught mid-command may have ended as an
+    # infrastructure error, and those run again (docs/faults.md).
+    results = [p for p in kept if json.loads(p.read_text())["status"] in ("pass", "fail", "budget_exceeded")]
+    assert f"{len(results)} run(s) up to date" in again.stdout, (again.stdout, [p.read_text()[:300] for p in kept])
     after = records(tmp_path)
     assert len(after) == 35
     assert all(after[p] == mtime for p, mtime in kept.items())
