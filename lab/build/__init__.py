@@ -1,5 +1,6 @@
 """The doit graph: every run record and every report is a file target (SPEC X4, R7, VA2, K1, E1).
 
+``cmdline`` reads doit's command line and builds its configuration;
 ``graph`` composes one eval (config, suite, plan) and yields its tasks: one per
 run record, the report, the closing summary; ``actions`` is what those tasks
 execute; ``ci`` is the CI replay gate over every bundled cassette;

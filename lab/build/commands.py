@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from lab.build import graph
+from lab.build import cmdline
 from lab.build.actions import OUTCOME
 from lab.build.ci import task_ci
 from lab.build.compare_export import task_compare, task_export
@@ -39,10 +39,10 @@ def run_graph(basename: str, overrides: Sequence[str], *, quiet: bool = False) -
 
     from lab.build.depdb import PLUGINS
 
-    graph.REQUESTED = {basename}
+    cmdline.REQUESTED = {basename}
     OUTCOME.clear()
     namespace: dict[str, Any] = dict(TASK_CREATORS)
-    namespace["DOIT_CONFIG"] = graph.doit_config(dict(o.split("=", 1) for o in overrides if "=" in o))
+    namespace["DOIT_CONFIG"] = cmdline.doit_config(dict(o.split("=", 1) for o in overrides if "=" in o))
     if quiet:
         from lab.execute.progress import reset_display
 

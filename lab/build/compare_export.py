@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from lab import paths
-from lab.build.graph import cmdline_overrides, creator
+from lab.build.cmdline import cmdline_overrides
+from lab.build.graph import creator
 from lab.errors import ConfigError, LabError
 
 COMPARE_VARS = ("base", "cand", "out", "tolerance")

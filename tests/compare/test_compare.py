@@ -305,7 +305,7 @@ def test_doit_compare_builds_the_target_once(tmp_path: Path) -> None:
     base = published(data, {"t": "FFFFF"})
     cand = published(data, {"t": "PPPPP"}, config="cand")
     dodo = tmp_path / "dodo.py"
-    dodo.write_text("from lab.build.graph import doit_config\nfrom lab.build.compare_export import task_compare, task_export\n"
+    dodo.write_text("from lab.build.cmdline import doit_config\nfrom lab.build.compare_export import task_compare, task_export\n"
                     "DOIT_CONFIG = doit_config()\n")
     argv = ["doit", "-f", str(dodo), "compare", f"base={base.name}", f"cand={cand}", f"out={tmp_path / 'o'}"]
     first = run_cmd(argv, data)

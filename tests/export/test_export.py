@@ -185,7 +185,7 @@ def test_cli_refuses_a_path_as_run_id(tmp_path: Path) -> None:
 def test_doit_export_writes_the_target(tmp_path: Path, home: Path) -> None:
     run_id, _ = publish(tmp_path / "data", home)
     dodo = tmp_path / "dodo.py"
-    dodo.write_text("from lab.build.graph import doit_config\nfrom lab.build.compare_export import task_compare, task_export\n"
+    dodo.write_text("from lab.build.cmdline import doit_config\nfrom lab.build.compare_export import task_compare, task_export\n"
                     "DOIT_CONFIG = doit_config()\n")
     out = tmp_path / "bundle.json"
     argv = ["doit", "-f", str(dodo), "export", f"run={run_id}", f"out={out}"]
