@@ -245,8 +245,7 @@ def _runtime_note(prep: Any) -> str | None:
 
 def report_header(prep: Any) -> dict[str, Any]:
     """The conditions a report states (SPEC: a number carries its conditions)."""
-    from lab.execute.plan import harness_digest
-    from lab.execute.run import HARNESS_VERSION
+    from lab.execute.plan import HARNESS_VERSION, harness_digest
 
     ctx = prep.ctx
     provider, agent = ctx.config.data["provider"], ctx.config.data["agent"]

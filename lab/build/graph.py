@@ -332,7 +332,7 @@ def _run_name(prep: Prepared, spec: Any) -> str:
 
 
 def _write_config(prep: Prepared) -> None:
-    from lab.execute.run import credential_env
+    from lab.execute.recording import credential_env
     from lab.export.secrets import SecretScanner, is_credential_header
     from lab.files import dumps_json, write_atomic
 

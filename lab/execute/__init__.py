@@ -8,7 +8,8 @@ a killed lab left and refuses unsandboxed third-party suites without
 its record — the only place besides the CLI that catches broad exceptions,
 turning a crash into ``status: error``; ``command_run`` is that run for a
 command agent (a per-run gateway, ``agent_process`` for its process group);
-``fieldcap`` bounds what one record field contributes to written files;
+``recording`` writes a run's cassette and checks one before a replay, and keeps
+secrets out of the record; ``fieldcap`` bounds what one record field contributes to written files;
 ``verifiers`` judges the result (``answer_checks`` over the agent's final answer);
 ``events`` writes versioned JSONL lifecycle events; ``progress`` is the
 terminal progress display; ``interrupt`` turns Ctrl-C/SIGTERM into an

@@ -14,28 +14,33 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
 from lab.config.compose import EffectiveConfig
 from lab.config.identity import runtime_settings
 from lab.errors import LabError
+from lab.execute.events import utc_now
 from lab.execute.plan import RunSpec, harness_digest
+from lab.execute.recording import (
+    cassette_header,
+    credential_env,
+    effective_policy,
+    recorded_at,
+    redact_record,
+    replay_preconditions,
+    write_recording,
+)
 from lab.replay.cassette import (
     Normaliser,
     Recorder,
     Replayer,
     cassette_path,
-    dump_cassette,
     read_cassette,
-    redact_cassette,
-    write_cassette,
 )
 from lab.suites.load import Suite, Task
 
 RECORD_SCHEMA_VERSION = 1
-HARNESS_VERSION = "0.1.0"
 Status = Literal["pass", "fail", "budget_exceeded", "error"]
 VOID_AFTER_ERRORS = 3
 
@@ -125,7 +130,7 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
     ``fail``, ``budget_exceeded`` and ``error`` (SPEC X2).
     """
     task = ctx.suite.task(spec.task_id)
-    started_at = _utc_now()
+    started_at = utc_now()
     t0 = time.monotonic()
     record = _record_base(ctx, spec, started_at)
     record["expectedOutcome"] = task.expected_outcome  # how the claim is read (lab.report.metrics)
@@ -153,7 +158,7 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
             "traceback": traceback.format_exc(limit=8)})
     finally:
         record["wallMs"] = int((time.monotonic() - t0) * 1000)
-        record["finishedAt"] = _utc_now()
+        record["finishedAt"] = utc_now()
         if workspace is not None:
             _dispose(ctx, spec, workspace, record)
     from lab.execute.fieldcap import cap_fields
@@ -179,7 +184,7 @@ def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
         retries=sum(1 for e in result.events if e.get("type") == "retry"),
     )
     if recorder is not None and recorder.calls:  # errored runs too: their failure must replay
-        _write_recording(ctx, task, recorder, record, result.error)
+        write_recording(ctx, task, recorder, record, result.error)
     error = result.error
     if error is None and replayer is not None and replayer.unused:
         error = {"kind": "replay_divergence", "cause": "unused_calls", "callIndex": replayer.position,
@@ -201,59 +206,6 @@ def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
     if any(r.status == "error" for r in results):
         bad = next(r for r in results if r.status == "error")
         record["error"] = {"kind": "verifier", "message": f"verifier {bad.id}: {bad.detail}"}
-
-
-def _write_recording(ctx: EvalContext, task: Task, recorder: Recorder, record: dict[str, Any],
-                     error: dict[str, Any] | None) -> None:
-    """Write the cassette with secrets redacted; a run that errored is marked ``outcome: error``."""
-    header = cassette_header(ctx, task)
-    if error is not None:
-        header["outcome"] = "error"
-        header["errorKind"] = error.get("kind")
-    path = cassette_path(ctx.cassette_dir, ctx.suite.id, task.id)
-    header, calls, replaced = redact_cassette(header, recorder.calls, env=ctx.env,
-                                              credential_env=credential_env(ctx))
-    if replaced:
-        record["redactions"] = [{"file": "cassette", **hit} for hit in replaced]
-    header["recordedAt"] = recorded_at(path, header, calls)
-    write_cassette(path, dump_cassette(header, calls))
-
-
-def credential_env(ctx: EvalContext) -> list[str]:
-    """Variables holding this run's credentials (the provider's ``api_key_env``)."""
-    return [ctx.config.data["provider"].get("api_key_env") or ""]
-
-
-def redact_record(ctx: EvalContext, record: dict[str, Any]) -> dict[str, Any]:
-    """The run record with every secret replaced by its marker; replacements noted in ``redactions``.
-
-    Covers tool output, prompts, responses and verifier output, so the files
-    derived from records (reports, ``runs.jsonl``, exports) hold none either.
-    """
-    from lab.export.secrets import SecretScanner
-
-    scanner = SecretScanner(env=ctx.env, credential_env=credential_env(ctx))
-    body = {k: v for k, v in record.items() if k != "redactions"}
-    clean, hits = scanner.redact(body)
-    notes = list(record.get("redactions") or []) + [{"file": "record", **h.to_json()} for h in hits]
-    if notes:
-        clean["redactions"] = notes
-    return dict(clean)
-
-
-def recorded_at(path: Path, header: dict[str, Any], calls: list[dict[str, Any]]) -> str:
-    """When the traffic was recorded: kept from the existing cassette when nothing changed.
-
-    Re-recording identical traffic therefore rewrites identical bytes (R6),
-    while a cassette whose content changed carries the new time.
-    """
-    try:
-        old_header, old_calls = read_cassette(path)
-    except LabError:
-        return _utc_now()
-    previous = old_header.get("recordedAt")
-    same = {k: v for k, v in old_header.items() if k != "recordedAt"} == header and old_calls == calls
-    return str(previous) if same and isinstance(previous, str) else _utc_now()
 
 
 def _status(stop_reason: str, verifier_statuses: list[str]) -> Status:
@@ -281,13 +233,6 @@ def agent_settings(config: EffectiveConfig) -> Any:
         tool_output_chars=agent["limits"]["tool_output_chars"],
         command_timeout_ms=agent["limits"]["command_timeout_ms"],
         send_reasoning=bool(provider.get("reasoning_in_history")))
-
-
-def effective_policy(config: EffectiveConfig, task: Task) -> dict[str, Any]:
-    """Task policy narrowed by the user's grants (SPEC C3): mode, allow, readOnly."""
-    allow = sorted(set(task.policy.get("allow", [])) & set(config.data["allow"]))
-    read_only = bool(task.policy.get("readOnly", False) or config.data["read_only"])
-    return {"mode": task.policy["mode"], "allow": allow, "readOnly": read_only}
 
 
 def _policy(ctx: EvalContext, task: Task) -> Any:
@@ -327,43 +272,6 @@ def _provider(ctx: EvalContext, task: Task, workspace: Path,
         recorder = Recorder(inner=provider, normalise=normalise)
         return recorder, recorder, None
     return provider, None, None
-
-
-def replay_preconditions(ctx: EvalContext, task: Task, header: dict[str, Any], source: str) -> list[str]:
-    """Check a cassette against this run before replaying it (SPEC R5).
-
-    Returns:
-        Warnings: the recording's config hash differs from this configuration's.
-
-    Raises:
-        CassetteError: this run's effective grants differ from the recording's
-            (a replay needs the grants it was recorded with).
-    """
-    from lab.errors import CassetteError
-
-    for key, expected in (("suiteId", ctx.suite.id), ("taskId", task.id)):
-        if header.get(key) != expected:
-            raise CassetteError(f"{source}: header {key} is {header.get(key)!r}, expected {expected!r} "
-                                f"(a cassette of another suite or task)")
-    policy = effective_policy(ctx.config, task)
-    recorded = header.get("policy")
-    if recorded is not None and recorded != policy:
-        raise CassetteError(f"{source}: replay needs the recording's grants: recorded {recorded}, "
-                            f"this run has {policy} (adjust allow=/read_only= or re-record)")
-    warnings = []
-    if header.get("configHash") != ctx.config.config_hash("record"):
-        warnings.append(f"{source}: recorded with config {str(header.get('configHash'))[:12]}, "
-                        f"replayed with {ctx.config.config_hash('record')[:12]}; requests may diverge")
-    return warnings
-
-
-def cassette_header(ctx: EvalContext, task: Task) -> dict[str, Any]:
-    """The cassette's first line: what it was recorded with (no timestamps: R6)."""
-    return {"schemaVersion": 1, "format": "cassette/v1", "type": "header",
-            "suiteId": ctx.suite.id, "suiteVersion": ctx.suite.version, "taskId": task.id,
-            "harnessVersion": HARNESS_VERSION, "configHash": ctx.config.config_hash("record"),
-            "provider": ctx.config.data["provider"]["name"], "model": ctx.config.data["provider"]["model"],
-            "policy": effective_policy(ctx.config, task)}
 
 
 def _usage_json(usage: Any) -> dict[str, Any] | None:
@@ -420,7 +328,3 @@ def _error_kind(exc: LabError) -> str:
         (errors.WorkspaceError, "workspace"), (errors.ProviderError, "provider"),
         (errors.ProcessStartError, "process"), (errors.SandboxError, "sandbox")]
     return next((kind for cls, kind in kinds if isinstance(exc, cls)), "lab")
-
-
-def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
