@@ -43,7 +43,6 @@ deadline (:mod:`lab.providers.transfer`).
 
 from __future__ import annotations
 
-import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -63,6 +62,7 @@ from lab.errors import (
     ProviderTimeout,
 )
 from lab.providers.base import Exchange, Purpose
+from lab.providers.client import client_options
 from lab.providers.faults import (
     ServerError,
     error_cause,
@@ -73,7 +73,7 @@ from lab.providers.faults import (
     retry_after_s,
     status_cause,
 )
-from lab.providers.transfer import ResponseTooLarge, capped, deadline_guard
+from lab.providers.transfer import ResponseTooLarge, capped, deadline_guard, sse_fields
 from lab.providers.wire import DONE, parse_exchange
 
 BACKOFF_BASE_S = 0.5
@@ -81,7 +81,6 @@ BACKOFF_CAP_S = 8.0
 RETRY_AFTER_CAP_S = 30.0
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024  # provider.max_response_bytes; no chat answer comes near it
 _EXCERPT_CHARS = 300
-_LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
 
 
 class _Retryable(Exception):
@@ -164,7 +163,7 @@ class OpenAICompatProvider:
         self._env = env
         self._sleep = sleep
         self._clock = clock
-        self._client_options = _client_options(env, self.url, transport)
+        self._client_options = client_options(env, self.url, transport)
 
     def send(self, request: dict[str, Any], *, purpose: Purpose = "main",
              timeout_s: float | None = None) -> Exchange:
@@ -281,7 +280,7 @@ class OpenAICompatProvider:
             return self._json_exchange(body)
         events: list[str] = []
         errors: list[str] = []
-        for name, value in _sse_fields(body.iter_lines()):
+        for name, value in sse_fields(body.iter_lines()):
             if self._clock() > deadline:
                 raise ProviderTimeout(
                     f"{self.url}: stream still running at the deadline after {len(events)} events")
@@ -373,70 +372,6 @@ class OpenAICompatProvider:
         return value.strip()
 
 
-def _client_options(env: Mapping[str, str], url: str,
-                    transport: httpx.BaseTransport | None) -> dict[str, Any]:
-    """httpx.Client keyword arguments taken from the injected ``env`` only."""
-    options: dict[str, Any] = {"trust_env": False, "follow_redirects": False}
-    if transport is not None:
-        options["transport"] = transport
-        return options
-    cafile, cadir = env.get("SSL_CERT_FILE") or None, env.get("SSL_CERT_DIR") or None
-    if cafile or cadir:
-        try:
-            options["verify"] = ssl.create_default_context(cafile=cafile, capath=cadir)
-        except (OSError, ssl.SSLError) as exc:
-            raise ConfigError(
-                f"SSL_CERT_FILE={cafile!r} / SSL_CERT_DIR={cadir!r}: cannot load CA certificates: {exc}"
-            ) from exc
-    proxy = _proxy_for(env, url)
-    if proxy:
-        options["proxy"] = proxy
-    return options
-
-
-def _proxy_for(env: Mapping[str, str], url: str) -> str | None:
-    """The proxy for ``url`` per the usual ``*_proxy`` / ``NO_PROXY`` variables."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if host in _LOOPBACK_HOSTS:
-        return None
-    no_proxy = env.get("no_proxy") or env.get("NO_PROXY") or ""
-    entries = [e.strip().lower() for e in no_proxy.split(",") if e.strip()]
-    if "*" in entries:
-        return None
-    for entry in (e.lstrip("*").lstrip(".") for e in entries):
-        if host == entry or host.endswith("." + entry):
-            return None
-    for key in (f"{parts.scheme}_proxy", "all_proxy"):
-        value = env.get(key) or env.get(key.upper())
-        if value:
-            return value
-    return None
-
-
-def _sse_fields(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
-    """``("data", joined data)`` per SSE event and ``("error", value)`` per ``error:`` line.
-
-    Follows the SSE event-stream rules (https://html.spec.whatwg.org/multipage/server-sent-events.html):
-    ``data`` lines of one event join with ``\\n``, a blank line ends the event,
-    comments and ``event`` / ``id`` / ``retry`` fields carry no data, an event
-    cut off by the end of the stream is dropped. ``error``
-    is no SSE field; some servers (llama.cpp) report failures on such a line,
-    which an SSE client would drop silently.
-    """
-    data: list[str] = []
-    for line in lines:
-        if not line:
-            if data:
-                yield "data", "\n".join(data)
-            data = []
-            continue
-        name, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if name == "data":
-            data.append(value)
-        elif name == "error":
-            yield "error", value
     # an event the stream ended inside was never dispatched: it is dropped, as SSE says
 
 

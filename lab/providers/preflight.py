@@ -57,11 +57,11 @@ def _get_models(base_url: str, key: str, env: Mapping[str, str], timeout_s: floa
     """HTTP status of ``GET <base_url>/models``; raises ProviderError when nothing answers."""
     import httpx
 
-    from lab.providers.openai_compat import _client_options
+    from lab.providers.client import client_options
 
     url = f"{base_url}/models"
     try:
-        with httpx.Client(timeout=httpx.Timeout(timeout_s), **_client_options(env, url, None)) as client:
+        with httpx.Client(timeout=httpx.Timeout(timeout_s), **client_options(env, url, None)) as client:
             # Only the status line counts: the body is never read, so a server that
             # streams or trickles it cannot hold the preflight past its timeout.
             sent = {**(headers or {}), "Authorization": f"Bearer {key}"}  # the gateway's headers too

@@ -88,3 +88,28 @@ def capped(response: httpx.Response, limit: int, too_large: Callable[[int], Prov
                if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
     return httpx.Response(response.status_code, headers=headers, request=response.request,
                           stream=_CappedStream(response.iter_bytes(), limit, too_large, check))
+
+
+def sse_fields(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
+    """``("data", joined data)`` per SSE event and ``("error", value)`` per ``error:`` line.
+
+    Follows the SSE event-stream rules (https://html.spec.whatwg.org/multipage/server-sent-events.html):
+    ``data`` lines of one event join with ``\\n``, a blank line ends the event,
+    comments and ``event`` / ``id`` / ``retry`` fields carry no data, an event
+    cut off by the end of the stream is dropped. ``error``
+    is no SSE field; some servers (llama.cpp) report failures on such a line,
+    which an SSE client would drop silently.
+    """
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if data:
+                yield "data", "\n".join(data)
+            data = []
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            data.append(value)
+        elif name == "error":
+            yield "error", value

@@ -261,7 +261,7 @@ def test_loopback_never_goes_through_a_proxy(server: LocalHTTPServer, make_opena
     ("", True), ("*", False), ("provider.example", False), (".example", False),
     ("other.example, provider.example", False), ("example.org", True), ("der.example", True)])
 def test_no_proxy_rules(no_proxy: str, proxied: bool) -> None:
-    from lab.providers.openai_compat import _proxy_for  # a pure helper; the network path is tested above
+    from lab.providers.client import proxy_for  # a pure helper; the network path is tested above
 
     env = {"HTTPS_PROXY": "http://proxy:3128", "NO_PROXY": no_proxy}
-    assert (_proxy_for(env, "https://provider.example/v1") is not None) is proxied
+    assert (proxy_for(env, "https://provider.example/v1") is not None) is proxied
