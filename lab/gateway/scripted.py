@@ -19,8 +19,8 @@ from typing import Any
 from lab.gateway.exchange import UpstreamReply, reply_from_exchange
 from lab.gateway.upstream import UpstreamRequest
 from lab.providers.base import Completion, Exchange
+from lab.providers.encode import completion_to_exchange
 from lab.providers.scripted import ScriptedProvider
-from lab.providers.wire import completion_to_exchange
 
 
 @dataclass

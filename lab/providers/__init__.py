@@ -8,6 +8,7 @@ implementing ``base.Provider``, registered by short name in ``registry``.
 ``usage`` reads token usage from every place providers put it and merges it
 over the chunks of a stream.
 ``preflight`` checks a provider's key and endpoint before the first run.
+``encode`` turns a ``Completion`` back into wire data (scripted answers);
 ``client`` builds httpx options from the injected environment (CA files,
 proxies); ``faults`` classifies failures by kind whatever their shape (status, error
 object, mid-stream error) and decides what is retried; ``transfer`` reads

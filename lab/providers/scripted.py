@@ -43,7 +43,7 @@ from typing import Any
 
 from lab.errors import SuiteError
 from lab.providers.base import Completion, Exchange, Purpose, ToolCall, Usage
-from lab.providers.wire import completion_to_exchange
+from lab.providers.encode import completion_to_exchange
 
 GIVE_UP = "GIVE UP: script exhausted"
 SCRIPT_SCHEMA_VERSION = 1

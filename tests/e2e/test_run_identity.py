@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from lab.providers.base import Completion, Usage
-from lab.providers.wire import to_json_body, to_sse_events
+from lab.providers.encode import to_json_body, to_sse_events
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
 from tests.helpers.lab_process import run_cmd
 from tests.helpers.schemas import assert_jsonl_valid, assert_valid

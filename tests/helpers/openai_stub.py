@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab.providers.base import Completion, ToolCall, Usage
-from lab.providers.wire import completion_to_exchange
+from lab.providers.encode import completion_to_exchange
 from tests.helpers.http_server import Request, Response
 
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from lab.errors import ProviderError, ProviderResponseInvalid
 from lab.providers.base import Completion, ToolCall, Usage
-from lab.providers.wire import DONE, completion_to_exchange, parse_exchange, parse_usage, to_sse_events
+from lab.providers.encode import completion_to_exchange, to_sse_events
+from lab.providers.wire import DONE, parse_exchange, parse_usage
 
 
 def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, index: int = 0,
