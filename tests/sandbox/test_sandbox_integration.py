@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lab.agents.builtin.tools import TOOLS, ToolContext, run_tool
+from lab.agents.builtin.tool import ToolContext, run_tool
+from lab.agents.builtin.tools import TOOLS
 from lab.errors import ConfigError
 from lab.execute.sandboxing import Sandbox, check_trust
 from lab.execute.verifiers import run_verifiers

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from lab.agents.builtin.tools import TOOLS, ToolContext, run_tool
+from lab.agents.builtin.tool import ToolContext, run_tool
+from lab.agents.builtin.tools import TOOLS
 from lab.cli.gen_stress import gen_stress
 from lab.sandbox.process import minimal_env
 from lab.suites.stress import GENERATED_SUITE_ID, RULE_POOLS, dump_json, expected_output, generate_instance

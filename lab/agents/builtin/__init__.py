@@ -12,7 +12,8 @@ from lab.agents.builtin.budget import Budget
 from lab.agents.builtin.loop import DEFAULT_SYSTEM_PROMPT, AgentSettings, run_agent
 from lab.agents.builtin.policy import Decision, Policy
 from lab.agents.builtin.result import AgentResult, Claim, StopReason
-from lab.agents.builtin.tools import TOOLS, Tool, tool_schemas
+from lab.agents.builtin.tool import Tool
+from lab.agents.builtin.tools import TOOLS, tool_schemas
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",

@@ -30,7 +30,8 @@ from lab.agents.builtin.result import (
     incomplete_error,
     provider_error,
 )
-from lab.agents.builtin.tools import TOOLS, ToolContext, ToolResult, run_tool, tool_schemas
+from lab.agents.builtin.tool import ToolContext, ToolResult, run_tool
+from lab.agents.builtin.tools import TOOLS, tool_schemas
 from lab.errors import CassetteMiss, ProviderError, ProviderTimeout
 from lab.providers.base import Provider, ToolCall
 from lab.providers.wire import parse_exchange

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lab.agents.builtin.tools import EFFECTS
+from lab.agents.builtin.tool import EFFECTS
 
 Mode = Literal["ask", "auto", "full"]
 MODES: tuple[Mode, ...] = ("ask", "auto", "full")

@@ -21,28 +21,27 @@ A non-zero exit is a result (outcome ok); a timeout or cancel is an error.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
 import stat
-import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from jsonschema import Draft202012Validator
-
-from lab.errors import ConfigError, PolicyViolation, ProcessStartError, ToolError
-from lab.sandbox.base import SandboxBackend, command_limits, start_failure
+from lab.agents.builtin.tool import (
+    Tool,
+    ToolContext,
+    ToolResult,
+    bound_text,
+    display_path,
+    os_tool_error,
+    sha256_hex,
+)
+from lab.errors import ConfigError, ProcessStartError, ToolError
+from lab.sandbox.base import command_limits, start_failure
 from lab.sandbox.confined import write_confined
-from lab.sandbox.none import NoneBackend
 from lab.sandbox.process import run_process
 from lab.sandbox.workspace import IGNORED_NAMES, resolve_inside
-
-Effect = Literal["read", "write", "process", "external", "analysis"]
-EFFECTS: tuple[Effect, ...] = ("read", "write", "process", "external", "analysis")
 
 SEARCH_MAX_MATCHES = 200
 """Matching lines ``search`` reports before it stops (and says so)."""
@@ -51,106 +50,6 @@ SEARCH_MAX_FILE_BYTES = 1_000_000
 SEARCH_LINE_CHARS = 300
 """A matching line is cut to this many characters."""
 SEARCH_SKIP = IGNORED_NAMES | {".venv", ".mypy_cache", ".tox", ".hg", ".svn"}
-
-
-@dataclass(frozen=True)
-class ToolContext:
-    """What a tool may touch during one run.
-
-    Attributes:
-        workspace: the task copy; every path is confined to it.
-        env: the task's declared variables for ``run_command`` children, set
-            over the sandbox backend's base environment (``PATH``, ``HOME`` …).
-        output_chars: bound on the text a tool returns (``limits.tool_output_chars``).
-        command_timeout_ms: cap on one command (``limits.command_timeout_ms``).
-        remaining_s: seconds left in the run's wall budget (None = unbounded).
-        cancel: when set, a running command is killed.
-        sandbox: where ``run_command`` runs (``SandboxBackend.wrap``); files
-            the tools create are handed to it with ``prepare``. Default: the
-            host itself (``none``).
-        network: commands get the network (the policy grants ``external``).
-    """
-
-    workspace: Path
-    env: Mapping[str, str]
-    output_chars: int
-    command_timeout_ms: int
-    remaining_s: Callable[[], float | None] = lambda: None
-    cancel: threading.Event | None = None
-    sandbox: SandboxBackend = field(default_factory=NoneBackend)
-    network: bool = False
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    """An observation for the model; ``error`` is set when the call failed."""
-
-    text: str
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @classmethod
-    def failed(cls, message: str) -> ToolResult:
-        return cls(f"error: {message}", message)
-
-
-@dataclass(frozen=True)
-class Tool:
-    """One tool: its model-facing schema, its effect and its implementation."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
-    effect: Effect
-    handler: Callable[[dict[str, Any], ToolContext], ToolResult]
-
-    def schema(self) -> dict[str, Any]:
-        """The chat-completions ``tools`` entry."""
-        return {"type": "function", "function": {
-            "name": self.name, "description": self.description, "parameters": self.parameters}}
-
-
-def run_tool(tool: Tool, arguments: Any, ctx: ToolContext) -> ToolResult:
-    """Validate ``arguments`` against the tool's schema and run it.
-
-    Returns:
-        The tool's result; a ``ToolError``, ``PolicyViolation`` or
-        ``ProcessStartError`` becomes ``ToolResult.failed`` (``error: …``).
-    """
-    problem = _argument_problem(tool, arguments)
-    if problem is not None:
-        return ToolResult.failed(f"invalid arguments for {tool.name}: {problem}")
-    try:
-        return tool.handler(arguments, ctx)
-    except (ToolError, PolicyViolation, ProcessStartError) as exc:
-        return ToolResult.failed(str(exc))
-
-
-def _argument_problem(tool: Tool, arguments: Any) -> str | None:
-    errors = sorted(Draft202012Validator(tool.parameters).iter_errors(arguments),
-                    key=lambda e: list(map(str, e.absolute_path)))
-    if not errors:
-        return None
-    where = ".".join(map(str, errors[0].absolute_path))
-    return f"{where}: {errors[0].message}" if where else errors[0].message
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _display(ctx: ToolContext, target: Path) -> str:
-    rel = target.relative_to(ctx.workspace.resolve()).as_posix()
-    return rel or "."
-
-
-def _bound(text: str, limit: int, hint: str) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}\n[truncated: {len(text) - limit} more chars not shown; {hint}]"
 
 
 def _bound_stream(name: str, text: str, limit: int, total_bytes: int, cut: bool) -> str:
@@ -168,10 +67,6 @@ def _bound_stream(name: str, text: str, limit: int, total_bytes: int, cut: bool)
             f"{len(head)} and last {len(tail)} chars]\n{tail}")
 
 
-def _os_error(action: str, rel: str, exc: OSError) -> ToolError:
-    return ToolError(f"cannot {action} {rel!r}: {exc.strerror or exc}")
-
-
 def _list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     rel = args.get("path", ".")
     target = resolve_inside(ctx.workspace, rel)
@@ -180,11 +75,11 @@ def _list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
         entries = sorted(os.scandir(target), key=lambda e: e.name)
     except OSError as exc:
-        raise _os_error("list", rel, exc) from exc
+        raise os_tool_error("list", rel, exc) from exc
     lines = [e.name + ("@" if e.is_symlink() else "/" if e.is_dir() else "") for e in entries]
     body = "\n".join(lines) if lines else "(empty directory)"
-    text = f"path: {_display(ctx, target)}\n\n{body}"
-    return ToolResult(_bound(text, ctx.output_chars, "list a subdirectory"))
+    text = f"path: {display_path(ctx, target)}\n\n{body}"
+    return ToolResult(bound_text(text, ctx.output_chars, "list a subdirectory"))
 
 
 def _require_regular(target: Path, rel: str) -> None:
@@ -202,9 +97,9 @@ def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
         data = target.read_bytes()
     except OSError as exc:
-        raise _os_error("read", rel, exc) from exc
+        raise os_tool_error("read", rel, exc) from exc
     lines = _lines(data.decode("utf-8", errors="replace"))
-    head = f"path: {_display(ctx, target)}\nsha256: {_sha256(data)}\nlines: {len(lines)}\n\n"
+    head = f"path: {display_path(ctx, target)}\nsha256: {sha256_hex(data)}\nlines: {len(lines)}\n\n"
     if b"\x00" in data[:8192]:
         return ToolResult(f"{head}[binary file: {len(data)} bytes, content not shown]")
     start = args.get("offset", 1) - 1
@@ -255,7 +150,7 @@ def _write_bytes(ctx: ToolContext, target: Path, data: bytes) -> None:
 
 
 def _written(ctx: ToolContext, target: Path, data: bytes) -> ToolResult:
-    return ToolResult(f"path: {_display(ctx, target)}\nsha256: {_sha256(data)}\nbytes: {len(data)}")
+    return ToolResult(f"path: {display_path(ctx, target)}\nsha256: {sha256_hex(data)}\nbytes: {len(data)}")
 
 
 def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -273,8 +168,8 @@ def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
         data = target.read_bytes()
     except OSError as exc:
-        raise _os_error("read", rel, exc) from exc
-    if args["sha256"].strip().lower() != _sha256(data):
+        raise os_tool_error("read", rel, exc) from exc
+    if args["sha256"].strip().lower() != sha256_hex(data):
         raise ToolError("stale sha256: file changed since you read it; read it again")
     try:
         text = data.decode("utf-8")
@@ -305,7 +200,7 @@ def _search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
             continue  # unreadable files are skipped like binary ones
         if b"\x00" in data[:8192]:
             continue
-        shown = _display(ctx, path)
+        shown = display_path(ctx, path)
         for number, line in enumerate(_lines(data.decode("utf-8", errors="replace")), 1):
             line = line.removesuffix("\n")
             if regex.search(line):
@@ -315,12 +210,12 @@ def _search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         if len(hits) > SEARCH_MAX_MATCHES:
             break
     if not hits:
-        return ToolResult(f"no matches for {args['pattern']!r} in {_display(ctx, base)}")
+        return ToolResult(f"no matches for {args['pattern']!r} in {display_path(ctx, base)}")
     text = "\n".join(hits[:SEARCH_MAX_MATCHES])
     if len(hits) > SEARCH_MAX_MATCHES:
         text += (f"\n[truncated: stopped after {SEARCH_MAX_MATCHES} matches; "
                  "narrow the pattern or the path]")
-    return ToolResult(_bound(text, ctx.output_chars, "narrow the pattern or the path"))
+    return ToolResult(bound_text(text, ctx.output_chars, "narrow the pattern or the path"))
 
 
 def _text_files(base: Path) -> list[Path]:

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from lab.agents.builtin.tools import SEARCH_MAX_MATCHES, TOOLS, ToolContext, ToolResult, run_tool, tool_schemas
+from lab.agents.builtin.tool import ToolContext, ToolResult, run_tool
+from lab.agents.builtin.tools import SEARCH_MAX_MATCHES, TOOLS, tool_schemas
 from lab.errors import ConfigError
 from lab.sandbox.process import minimal_env
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.agents.builtin.tools import TOOLS, ToolContext, run_tool
+from lab.agents.builtin.tool import ToolContext, run_tool
+from lab.agents.builtin.tools import TOOLS
 from lab.sandbox.process import minimal_env
 
 # Every character str.splitlines() also breaks at, inside lines that end at "\n".
