@@ -69,7 +69,7 @@ def test_the_observer_gets_each_normalised_request_and_raw_exchange(make_gateway
     assert recorded[0].exchange["events"][-1] == "[DONE]"
     assert recorded[2].exchange["eventNames"][-1] == "response.completed"
     assert "id" not in recorded[2].request["input"][0]
-    assert recorded[3].exchange["status"] == 200 and recorded[3].exchange["body"]["id"] == "resp_3"
+    assert recorded[3].exchange["status"] == 200 and recorded[3].exchange["body"]["id"] == "resp_scripted3"
 
 
 def test_replay_serves_the_recording_byte_for_byte_without_the_network(make_gateway: MakeGateway,

@@ -23,6 +23,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from lab.gateway.scripted import responses_exchange as _responses_exchange
 from lab.providers.base import Completion, ToolCall, Usage
 from lab.providers.encode import completion_to_exchange
 from tests.helpers.http_server import Request, Response
@@ -39,46 +40,19 @@ class Turn:
 
 def chat_exchange(turn: Turn, n: int, model: str, stream: bool) -> dict[str, Any]:
     """The chat-completions exchange for ``turn`` as call ``n``."""
-    usage = Usage(*turn.usage) if turn.usage else None
-    calls = tuple(ToolCall(f"call_{n}_{j}", name, json.dumps(args)) for j, (name, args) in enumerate(turn.calls))
-    completion = Completion(turn.text, calls, "tool_calls" if calls else "stop", usage=usage)
-    return completion_to_exchange(completion, stream=stream, response_id=f"chatcmpl-{n}", model=model)
+    return completion_to_exchange(_completion(turn, n), stream=stream, response_id=f"chatcmpl-{n}", model=model)
 
 
 def responses_exchange(turn: Turn, n: int, model: str, stream: bool) -> dict[str, Any]:
-    """The Responses-API exchange for ``turn`` as call ``n`` (named SSE events when streamed)."""
-    items: list[dict[str, Any]] = []
-    if turn.text is not None:
-        items.append({"type": "message", "id": f"msg_{n}", "role": "assistant", "status": "completed",
-                      "content": [{"type": "output_text", "text": turn.text, "annotations": []}]})
-    for j, (name, args) in enumerate(turn.calls):
-        items.append({"type": "function_call", "id": f"fc_{n}_{j}", "call_id": f"call_{n}_{j}",
-                      "name": name, "arguments": json.dumps(args), "status": "completed"})
-    response: dict[str, Any] = {"id": f"resp_{n}", "object": "response", "created_at": 0, "model": model,
-                                "status": "completed", "output": items}
-    if turn.usage is not None:
-        i, o = turn.usage
-        response["usage"] = {"input_tokens": i, "output_tokens": o, "total_tokens": i + o,
-                             "input_tokens_details": {"cached_tokens": 0},
-                             "output_tokens_details": {"reasoning_tokens": 0}}
-    if not stream:
-        return {"type": "json", "status": 200, "body": response}
-    names: list[str] = []
-    events: list[dict[str, Any]] = []
+    """The Responses-API exchange for ``turn`` as call ``n``: the lab's own translation
+    (``lab.gateway.scripted.responses_exchange``), as the scripted upstream serves it."""
+    return dict(_responses_exchange(_completion(turn, n), n, model, stream=stream))
 
-    def emit(name: str, **payload: Any) -> None:
-        names.append(name)
-        events.append({"type": name, "sequence_number": len(events), **payload})
 
-    emit("response.created", response={**response, "status": "in_progress", "output": [], "usage": None})
-    for index, item in enumerate(items):
-        emit("response.output_item.added", output_index=index, item={**item, "status": "in_progress"})
-        if item["type"] == "message":
-            emit("response.output_text.delta", item_id=item["id"], output_index=index, content_index=0,
-                 delta=turn.text)
-        emit("response.output_item.done", output_index=index, item=item)
-    emit("response.completed", response=response)
-    return {"type": "sse", "status": 200, "events": [json.dumps(e) for e in events], "eventNames": names}
+def _completion(turn: Turn, n: int) -> Completion:
+    usage = Usage(*turn.usage) if turn.usage else None
+    calls = tuple(ToolCall(f"call_{n}_{j}", name, json.dumps(args)) for j, (name, args) in enumerate(turn.calls))
+    return Completion(turn.text, calls, "tool_calls" if calls else "stop", usage=usage)
 
 
 def send_exchange(response: Response, exchange: dict[str, Any]) -> None:
