@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lab.errors import LabError
+from lab.files import split_lines
 from lab.report.summary import Attempt, EvalSummary
 
 OnAttempt = Callable[[Attempt], None]
@@ -82,7 +83,7 @@ def run_eval(overrides: Sequence[str] = (), *, on_attempt: OnAttempt | None = No
         raise LabError(errors[-1] if errors else f"run_eval: no report was written (exit {code})")
     where = Path(report_dir)
     doc = json.loads((where / "report.json").read_text(encoding="utf-8"))
-    runs = [json.loads(line) for line in (where / "runs.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    runs = [json.loads(line) for line in split_lines((where / "runs.jsonl").read_text(encoding="utf-8")) if line]
     return summary_from_report(doc, runs, report_dir=where, exit_code=code)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.errors import LabError, RecordVersionError
+from lab.files import split_lines
 from lab.report.build import build_report, sort_records
 
 RECORD_SCHEMA_VERSION = 1
@@ -194,7 +195,7 @@ def _from_path(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     try:
         text = path.read_text(encoding="utf-8")
         if path.suffix == ".jsonl":
-            for n, line in enumerate(text.splitlines(), 1):
+            for n, line in enumerate(split_lines(text), 1):  # JSON Lines break at \n only
                 if line.strip():
                     yield f"{path}:{n}", json.loads(line)
         else:
