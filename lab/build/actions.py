@@ -286,7 +286,14 @@ def _endpoint_header(prep: Any) -> dict[str, Any]:
 
 
 @disk_faults
-def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict[str, Any]) -> Any:
+def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict[str, Any],
+                  expected: list[dict[str, Any]] | None = None) -> Any:
+    """Build and publish the report over the planned runs' records.
+
+    ``expected`` holds each planned run's inputs: a record on disk made from
+    other inputs (an older cassette, harness or suite; an eval voided before
+    it re-ran that run) is not this eval's result and counts as not run.
+    """
     import json
 
     from doit.exceptions import TaskFailed
@@ -300,6 +307,9 @@ def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict
 
     with claim(report_lock(report_dir)):  # built from the records on disk, published whole
         runs = [json.loads(p.read_text(encoding="utf-8")) for p in records if p.exists()]
+        if expected is not None:
+            wanted = {json.dumps(i, sort_keys=True) for i in expected}
+            runs = [r for r in runs if json.dumps(r.get("inputs"), sort_keys=True) in wanted]
         doc = build_report({**header, "voided": len(runs) < len(records)}, runs)
         write_report(report_dir, doc, runs)
         digest = records_digest(records, header)

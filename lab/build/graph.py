@@ -40,6 +40,8 @@ class Prepared:
     k: int
     basename: str = "eval"
     endpoint: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each planned run's inputs by run name, computed once (see :func:`run_inputs`)."""
 
     @property
     def report_dir(self) -> Path:
@@ -266,7 +268,14 @@ def run_task(prep: Prepared, spec: Any, *, always: bool = False) -> dict[str, An
 def run_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
     """What a run's result depends on: config hash, harness and suite digests,
     suite version, endpoint identity, task, base seed, repetition, and in
-    replay the cassette's sha256."""
+    replay the cassette's sha256 (computed once per run and command)."""
+    key = _run_name(prep, spec)
+    if key not in prep.inputs:
+        prep.inputs[key] = _compute_inputs(prep, spec)
+    return prep.inputs[key]
+
+
+def _compute_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
     import hashlib
 
     from lab.execute.plan import harness_digest
@@ -294,9 +303,10 @@ def run_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
 def report_task(prep: Prepared) -> dict[str, Any]:
     """The report over every planned run's record (missing ones count as not run)."""
     records = [prep.record_path(spec) for spec in prep.specs]
+    expected = [run_inputs(prep, spec) for spec in prep.specs]
     header = report_header(prep)
     return {"name": f"{prep.run_id}.report",
-            "actions": [(report_action, [prep, records, prep.report_dir, header])],
+            "actions": [(report_action, [prep, records, prep.report_dir, header, expected])],
             "task_dep": [f"{prep.basename}:{_run_name(prep, spec)}" for spec in prep.specs],
             "targets": [str(prep.report_dir / "report.json")],
             "clean": [(_remove_tree, [prep.report_dir])],
