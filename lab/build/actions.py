@@ -214,7 +214,8 @@ def _execute(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any], ident: d
     if ctx.config.data["json"]:
         print(run_json_line(record), flush=True)
         return None
-    line = f"  {record['status']:<15} {spec.task_id} r{spec.repetition}  ({record['wallMs'] / 1000:.2f} s)"
+    variant = f"{ctx.label}: " if ctx.label else ""
+    line = f"  {record['status']:<15} {variant}{spec.task_id} r{spec.repetition}  ({record['wallMs'] / 1000:.2f} s)"
     if record.get("error"):
         from lab.report.closing import one_line
 

@@ -209,8 +209,11 @@ def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> It
            "task_dep": [f"{prep.basename}:{prep.run_id}.report"], "uptodate": [False], "verbosity": 2}
 
 
-def start_eval(prep: Prepared) -> None:
-    """Create the run store, save the config, announce the eval, route Ctrl-C to it."""
+def start_eval(prep: Prepared, *, notes: bool = True) -> None:
+    """Create the run store, save the config, announce the eval, route Ctrl-C to it.
+
+    ``notes=False`` leaves out the banner's notes (a variants command prints them once).
+    """
     from lab.execute import interrupt
 
     ctx = prep.ctx
@@ -220,23 +223,27 @@ def start_eval(prep: Prepared) -> None:
     if not ctx.config.data["json"]:
         from lab.execute.progress import display
 
-        display().print(eval_banner(prep))
+        display().print(eval_banner(prep, notes=notes))
     interrupt.install(ctx.cancel, ctx.idle, ctx.active_elsewhere,
                       lambda signum: ctx.events.emit("run_cancelled", signal=signal_name(signum)))
 
 
-def eval_banner(prep: Prepared) -> str:
-    """The first lines of an eval: what runs, against what, and where results land."""
+def eval_banner(prep: Prepared, *, notes: bool = True) -> str:
+    """The first lines of an eval: what runs, against what, and where results land.
+
+    A variant's banner names it in brackets; ``notes=False`` keeps only the first line.
+    """
     from lab.report.build import REPLAY_NOTE, SCRIPTED_NOTE
 
     ctx = prep.ctx
     provider = ctx.config.data["provider"]
-    lines = [f"{prep.basename} {ctx.suite.id} {ctx.suite.version} · {ctx.config.mode} · "
+    variant = f" [{ctx.label}]" if ctx.label else ""
+    lines = [f"{prep.basename}{variant} {ctx.suite.id} {ctx.suite.version} · {ctx.config.mode} · "
              f"{provider['name']}/{provider['model']} · k={prep.k} · {len(prep.specs)} run(s) · "
              f"results in {paths.data_dir()}"]
-    if ctx.config.mode == "replay":
+    if notes and ctx.config.mode == "replay":
         lines.append(REPLAY_NOTE)
-    elif provider["name"] == "scripted":
+    elif notes and provider["name"] == "scripted":
         lines.append(SCRIPTED_NOTE)
     return "\n".join(lines)
 

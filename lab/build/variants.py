@@ -112,6 +112,7 @@ def prepare_variants(overrides: list[str]) -> tuple[list[tuple[str, Any]], Path]
         prep.store = home / "store" / label
         prep.ctx.work_dir = prep.store / "work"
         prep.ctx.events = prep.ctx.events.child({"variant": label}, path=root / "events.jsonl")
+        prep.ctx.label = label
     return prepared, root
 
 
@@ -186,8 +187,8 @@ def variant_json_lines(prepared_dirs: list[tuple[str, Path]], root: Path) -> Ite
 def variant_tasks(prepared: list[tuple[str, Any]], root: Path, as_json: bool = False) -> Iterator[dict[str, Any]]:
     from lab.build.graph import report_task, run_task, start_eval
 
-    for _, prep in prepared:
-        start_eval(prep)
+    for index, (_, prep) in enumerate(prepared):
+        start_eval(prep, notes=index == len(prepared) - 1)
     for _, prep, spec in interleaved(prepared):
         yield run_task(prep, spec)
     for _, prep in prepared:

@@ -58,6 +58,9 @@ class EvalContext:
         sandbox: the backend in force and the temp root for task copies
             (``lab.execute.sandboxing.Sandbox``); None resolves ``sandbox=``
             of the config at the first run.
+        label: the variant a ``lab variants`` command measures with this
+            context ('' for a plain eval); it names the variant on each
+            run's console line.
     """
 
     config: EffectiveConfig
@@ -73,6 +76,7 @@ class EvalContext:
     _active: dict[int, int] = field(default_factory=dict)
     _errors_in_a_row: int = 0
     sandbox: Any = None
+    label: str = ""
 
     @property
     def config_hash(self) -> str:

@@ -33,6 +33,14 @@ def test_variants_interleave_and_write_reports_and_comparison(tmp_path: Path) ->
     comparison = json.loads((out / "comparison.json").read_text())
     assert_valid("comparison", comparison, "comparison.json")
     assert (out / "comparison.md").read_text().startswith("#")
+    # The console names the variant on each banner and each run line; the provider note comes once.
+    lines = result.stdout.splitlines()
+    banners = [line for line in lines if line.startswith("variants [")]
+    assert [b.split("]")[0] for b in banners] == ["variants [baseline", "variants [no-compaction"]
+    assert sum("scripted provider:" in line for line in lines) == 1
+    run_lines = [line for line in lines if line.startswith("  ") and (" r0  (" in line or " r1  (" in line)]
+    assert len(run_lines) == 20
+    assert sorted(line.split()[1] for line in run_lines).count("baseline:") == 10
 
 
 @pytest.mark.parametrize(("overrides", "message"), [
