@@ -110,3 +110,21 @@ def copy_files(source: Path, target: Path) -> None:
     for path in sorted(source.iterdir()):
         if path.is_file():
             write_atomic(target / path.name, path.read_bytes())
+
+
+def unwritable_dir_reason(path: Path) -> str | None:
+    """Why a directory cannot be created or written at ``path``, or None when it can.
+
+    Looks at ``path`` if it exists, else at its nearest existing ancestor (the
+    directory ``mkdir -p`` would create it in): it must be a directory the
+    process may write and enter (``os.access``, which also sees read-only
+    mounts). Used to refuse an output directory before any work is done.
+    """
+    probe = path.absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    return None

@@ -72,8 +72,12 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
         overrides = [*overrides, f"mode={mode}"]
     config = compose_config(overrides)
     out = config.data["out"]
-    if out and Path(out).exists() and not Path(out).is_dir():
-        raise ConfigError(f"config: out: {out} exists and is not a directory")
+    if out:
+        from lab.files import unwritable_dir_reason
+
+        reason = unwritable_dir_reason(Path(out))
+        if reason:
+            raise ConfigError(f"config: out: cannot write the report to {out}: {reason}")
     suite = resolve_suite(config)
     tasks = select_tasks(suite, list(config.data["tasks"]))
     check_grants(tasks, config, suite.id)

@@ -106,6 +106,11 @@ def prepare_variants(overrides: list[str]) -> tuple[list[tuple[str, Any]], Path]
     name = "_vs_".join(label for label, _ in prepared) + f".k{first.k}.s{first.ctx.config.seed}"
     home = paths.data_dir() / first.ctx.suite.id / "variants" / f"{name}.{command_key(overrides)}"
     root = Path(out).absolute() if out not in (None, "", "null") else home
+    from lab.files import unwritable_dir_reason
+
+    reason = unwritable_dir_reason(root)
+    if reason:  # before any run, not after the last one
+        raise ConfigError(f"variants: out: cannot write the comparison to {root}: {reason}")
     for label, prep in prepared:
         # Runs of a variants command are its own: an eval with other jobs, or another variants
         # command, never lends its records (VA2: both sides executed here, interleaved).

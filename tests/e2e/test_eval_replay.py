@@ -117,9 +117,13 @@ def test_out_gets_the_report_also_when_it_was_up_to_date(tmp_path: Path) -> None
     assert (out / "mine.txt").read_text() == "keep me"
 
 
-def test_out_that_is_a_file_is_refused_before_any_run(tmp_path: Path) -> None:
-    target = tmp_path / "file.txt"
-    target.write_text("x")
+@pytest.mark.parametrize("below", ["", "reports/latest"])
+def test_out_that_cannot_be_a_directory_is_refused_before_any_run(tmp_path: Path, below: str) -> None:
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    target = blocker / below if below else blocker
     result = run_cmd(["doit", "eval", "suite=core", "mode=replay", f"out={target}"], tmp_path / "runs")
     assert result.returncode == 1
-    assert result.stderr.strip() == f"config: out: {target} exists and is not a directory"
+    assert result.stderr.strip() == (f"config: out: cannot write the report to {target}: "
+                                     f"{blocker} is not a directory")
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("*.json")), "no run was made"

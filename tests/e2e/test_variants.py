@@ -43,6 +43,17 @@ def test_variants_interleave_and_write_reports_and_comparison(tmp_path: Path) ->
     assert sorted(line.split()[1] for line in run_lines).count("baseline:") == 10
 
 
+def test_variants_out_that_cannot_be_a_directory_is_refused_before_any_run(tmp_path: Path) -> None:
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    result = run_cmd(["lab", "variants", "suite=core", "variant=baseline,no-compaction", "provider=scripted",
+                      f"out={blocker}/cmp"], tmp_path / "runs")
+    assert result.returncode == 1
+    assert f"variants: out: cannot write the comparison to {blocker}/cmp: {blocker} is not a directory" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not list((tmp_path / "runs").rglob("runs/*/*.json")), "no run was made"
+
+
 @pytest.mark.parametrize(("overrides", "message"), [
     (["suite=core"], "exactly one sweep"),
     (["variant=a,b", "provider.model=x,y"], "exactly one sweep"),
