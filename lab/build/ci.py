@@ -4,6 +4,7 @@
 cassettes (every task: a missing cassette fails the gate) and exit 2 on a divergence, 1 when a
 replayed task fails or errors or nothing was replayed, 0 only when every
 replay is clean and passes. Suites without cassettes are listed as skipped.
+Each suite replays with the provider and model its cassette headers name.
 ``out=DIR`` also writes ``DIR/<suite>/report.json`` and ``report.md``.
 ``suite_dir=DIR`` replays the suites under DIR instead of the bundled ones,
 ``suite=ID`` only one suite; ``cassette_dir=DIR`` reads the recordings from
@@ -61,12 +62,50 @@ def plan_ci(overrides: list[str]) -> tuple[list[Any], list[tuple[str, str]]]:
             skipped.append((suite_id, "no cassettes"))
             continue
         extra = [f"{k}={v}" for k, v in given.items() if k not in ("out", "suite", "suite_dir")]
+        extra += recorded_provider(cassettes / suite_id)
         if "out" in given:
             extra.append(f"out={Path(given['out']).absolute() / suite_id}")
         # Every task of a recorded suite is replayed: a task whose cassette is missing
         # fails the gate ("no cassette"), it is never silently left out.
         prepared.append(prepare([*source, "mode=replay", *extra]))
     return prepared, skipped
+
+
+def recorded_provider(cassettes: Path) -> list[str]:
+    """Overrides selecting the provider and model a suite's cassettes were recorded with.
+
+    A replay sends the requests the recording's configuration sent, model
+    included, so a suite recorded against ``openai``/``gpt-4.1-mini`` is
+    replayed with those, not with the replay default (the scripted provider).
+    Reads each cassette's header line only; a header that cannot be read is
+    left to the replay itself to report.
+
+    Returns:
+        ``["provider=NAME", "provider.model=MODEL"]``, or ``[]`` when no header names them.
+
+    Raises:
+        ConfigError: the suite's cassettes name different providers or models
+            (one replay cannot match both; re-record them with one).
+    """
+    import json
+
+    seen: dict[tuple[str, str], str] = {}
+    for path in sorted(cassettes.glob("*.jsonl")):
+        try:
+            with path.open("rb") as fh:
+                header = json.loads(fh.readline())
+        except (OSError, ValueError):
+            continue
+        if isinstance(header, dict) and isinstance(header.get("provider"), str) and isinstance(header.get("model"), str):
+            seen.setdefault((header["provider"], header["model"]), path.name)
+    if len(seen) > 1:
+        (a, a_file), (b, b_file) = list(seen.items())[:2]
+        raise ConfigError(f"ci: {cassettes}: cassettes recorded with different providers: {a_file} with "
+                          f"{a[0]}/{a[1]}, {b_file} with {b[0]}/{b[1]}; re-record the suite with one")
+    if not seen:
+        return []
+    (provider, model), = seen
+    return [f"provider={provider}", f"provider.model={model}"]
 
 
 def _selected_suites(given: dict[str, str]) -> list[tuple[str, list[str]]]:
