@@ -37,10 +37,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from lab.sandbox.base import SandboxBackend  # noqa: E402
+from lab.sandbox.base import SandboxBackend, spawn_args  # noqa: E402
 from lab.sandbox.bwrap import SANDBOX_PATH, BwrapBackend  # noqa: E402
 from lab.sandbox.none import NoneBackend  # noqa: E402
-from lab.sandbox.process import run_process  # noqa: E402
+from lab.sandbox.process import run_launch  # noqa: E402
 from lab.sandbox.reaper import RunRoot  # noqa: E402
 from lab.sandbox.registry import resolve_backend  # noqa: E402
 
@@ -60,12 +60,12 @@ def _once_ms(backend: SandboxBackend, argv: list[str], workspace: Path, how: str
     started = time.perf_counter()
     launch = backend.wrap(argv, workspace=workspace, env={})
     if how == "wait":
-        with subprocess.Popen(launch.argv, env=launch.env, cwd=launch.cwd,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, start_new_session=True) as proc:
+        with spawn_args(launch) as (argv, fds), subprocess.Popen(
+                argv, env=launch.env, cwd=launch.cwd, pass_fds=fds, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True) as proc:
             proc.communicate()
     else:
-        run_process(launch.argv, cwd=launch.cwd, env=launch.env, timeout_ms=60_000)
+        run_launch(launch, timeout_ms=60_000)
     return (time.perf_counter() - started) * 1000
 
 

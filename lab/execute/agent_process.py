@@ -82,12 +82,14 @@ class AgentProcess:
     Args:
         argv, env, cwd: what to execute (a sandbox ``Launch``).
         grace_ms: SIGTERM to SIGKILL delay when the lab ends it.
+        pass_fds: descriptors the process inherits (``lab.sandbox.base.spawn_args``).
 
     Raises:
         ProcessStartError: the program cannot be started (names it).
     """
 
-    def __init__(self, argv: list[str], *, env: Mapping[str, str], cwd: Path, grace_ms: int) -> None:
+    def __init__(self, argv: list[str], *, env: Mapping[str, str], cwd: Path, grace_ms: int,
+                 pass_fds: tuple[int, ...] = ()) -> None:
         self.grace_ms = grace_ms
         self._ended = threading.Event()
         self._reason: str | None = None
@@ -96,7 +98,7 @@ class AgentProcess:
         try:
             self.proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                         start_new_session=True, close_fds=True)
+                                         start_new_session=True, close_fds=True, pass_fds=pass_fds)
         except OSError as exc:
             raise ProcessStartError(f"cannot start agent {argv[0]!r}: {exc.strerror or exc}") from None
         self._out, self._err = _Tail(STDOUT_TAIL_BYTES), _Tail(STDERR_TAIL_BYTES)

@@ -167,9 +167,11 @@ def _on_halt(holder: dict[str, Any], halt: Any) -> None:
 def _launch_and_wait(ctx: Any, task: Task, preset: CommandPreset, backend: Any, workspace: Path,
                      run_dir: Path, base_url: str, token: str, holder: dict[str, Any]) -> Any:
     from lab.execute.agent_process import AgentProcess
+    from lab.sandbox.base import spawn_args
 
     launch = _launch(ctx, task, preset, backend, workspace, run_dir, base_url, token)
-    process = AgentProcess(launch.argv, env=launch.env, cwd=launch.cwd, grace_ms=preset.grace_ms)
+    with spawn_args(launch) as (argv, fds):
+        process = AgentProcess(argv, env=launch.env, cwd=launch.cwd, grace_ms=preset.grace_ms, pass_fds=fds)
     holder["process"] = process
     holder["started"] = process.started
     if "halt" in holder:  # halted before the process existed

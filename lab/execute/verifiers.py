@@ -26,7 +26,7 @@ from lab.errors import LabError, ProcessStartError, ToolError
 from lab.sandbox.base import SandboxBackend, command_limits, start_failure
 from lab.sandbox.confined import inspect_confined
 from lab.sandbox.none import NoneBackend
-from lab.sandbox.process import run_process
+from lab.sandbox.process import run_launch
 from lab.sandbox.workspace import Snapshot, diff_snapshots, snapshot
 
 VerifierStatus = Literal["pass", "fail", "error"]
@@ -115,8 +115,7 @@ def _check_command(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
     launch = ctx.sandbox.wrap(argv, workspace=ctx.workspace, env=ctx.env,
                               limits=command_limits(timeout_ms))
     try:
-        result = run_process(launch.argv, cwd=launch.cwd, timeout_ms=timeout_ms,
-                             env=launch.env, cancel=ctx.cancel)
+        result = run_launch(launch, timeout_ms=timeout_ms, cancel=ctx.cancel)
     except ProcessStartError as exc:
         return "error", str(exc), {}
     not_started = start_failure(result.exit_code, result.stderr)

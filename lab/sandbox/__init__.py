@@ -15,8 +15,8 @@ command agent) goes through one backend behind one interface:
     launch = backend.wrap(["python3", "check.py"], workspace=workspace,
                           env=task_env, network=False,
                           limits=Limits(cpu_time_s=31))
-    result = run_process(launch.argv, cwd=launch.cwd, env=launch.env,
-                         timeout_ms=30_000)     # the runner, unchanged
+    result = run_launch(launch, timeout_ms=30_000)  # run_process with the launch's
+                                                    # argv, env, cwd and fd_args
 
 A backend only *describes* the execution (``Launch``: argv, env, cwd); the
 process runner starts it in its own session and kills its group on timeout,

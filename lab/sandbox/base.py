@@ -9,8 +9,10 @@ in one place.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol, runtime_checkable
@@ -88,20 +90,59 @@ class Bind:
         return cls(Path(source), PurePosixPath(target))
 
 
+ARGS_FD = "<args-fd>"
+"""Stands in ``Launch.argv`` for the descriptor ``Launch.fd_args`` are read from."""
+
+
 @dataclass(frozen=True)
 class Launch:
     """What the process runner executes for one sandboxed command.
 
+    Start it with :func:`spawn_args`, which puts ``fd_args`` where the
+    program reads them.
+
     Attributes:
-        argv: the full argv; ``argv[0]`` is absolute or found on ``env["PATH"]``.
+        argv: the argv; ``argv[0]`` is absolute or found on ``env["PATH"]``.
+            An element equal to ``ARGS_FD`` is replaced by the number of the
+            descriptor holding ``fd_args``.
         env: the complete environment of the started process. For ``bwrap``
             it holds no variable of the lab's own environment.
         cwd: host working directory of the started process.
+        fd_args: arguments passed NUL-separated through a descriptor rather
+            than on the command line (bubblewrap's ``--args FD``), so the
+            sandboxed program cannot read them in ``/proc/1/cmdline``: they
+            name host paths and the environment set inside.
     """
 
     argv: list[str]
     env: dict[str, str]
     cwd: Path
+    fd_args: tuple[str, ...] = ()
+
+
+@contextmanager
+def spawn_args(launch: Launch) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+    """The argv and ``pass_fds`` that start ``launch`` (``subprocess.Popen``).
+
+    With ``fd_args``, they are written NUL-terminated to an anonymous
+    memory file (``memfd_create``), whose number replaces ``ARGS_FD`` in
+    argv; the descriptor is closed when the block ends (the child keeps its
+    own copy, which bubblewrap closes once read).
+
+    Yields:
+        (argv, descriptors to pass to the child).
+    """
+    if not launch.fd_args:
+        yield launch.argv, ()
+        return
+    fd = os.memfd_create("lab-sandbox-args")
+    try:
+        with os.fdopen(os.dup(fd), "wb") as fh:
+            fh.write(b"".join(arg.encode("utf-8", "surrogateescape") + b"\0" for arg in launch.fd_args))
+        os.lseek(fd, 0, os.SEEK_SET)
+        yield [str(fd) if arg == ARGS_FD else arg for arg in launch.argv], (fd,)
+    finally:
+        os.close(fd)
 
 
 @runtime_checkable

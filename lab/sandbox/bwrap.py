@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from lab.sandbox import hostfs
-from lab.sandbox.base import Bind, Launch, Limits, SandboxError, base_env, check_request
+from lab.sandbox.base import ARGS_FD, Bind, Launch, Limits, SandboxError, base_env, check_request
 
 WORKSPACE = PurePosixPath("/workspace")
 """Where every task copy appears inside: the same path in every run, so
@@ -237,7 +237,10 @@ class BwrapBackend:
         setenv: list[str] = ["--clearenv"]
         for key, value in sorted(inner_env.items()):
             setenv += ["--setenv", key, value]
-        command = [*self._clear, *self._setpriv, self.executable, *self._namespace_args(network),
-                   *self._filesystem_args(workspace, network, limits, binds), *setenv,
+        # The options name host paths and the inner environment: bwrap reads them from a
+        # descriptor (--args), so /proc/1/cmdline inside (bwrap itself) does not show them.
+        options = (*self._namespace_args(network), *self._filesystem_args(workspace, network, limits, binds),
+                   *setenv)
+        command = [*self._clear, *self._setpriv, self.executable, "--args", ARGS_FD,
                    "--", *_prlimit_args(self.prlimit, limits), *argv]
-        return Launch(argv=command, env=inner_env, cwd=workspace)
+        return Launch(argv=command, env=inner_env, cwd=workspace, fd_args=options)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lab.errors import ProcessStartError
+from lab.sandbox.base import Launch, spawn_args
 
 _KILL_GRACE_S = 0.5
 """Seconds between SIGTERM and SIGKILL of a timed-out process group."""
@@ -180,7 +181,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _start(argv: list[str], cwd: Path, env: Mapping[str, str],
-           with_stdin: bool) -> subprocess.Popen[bytes]:
+           with_stdin: bool, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
     if not argv:
         raise ProcessStartError("cannot start a command: argv is empty")
     if not Path(cwd).is_dir():
@@ -190,7 +191,7 @@ def _start(argv: list[str], cwd: Path, env: Mapping[str, str],
         return subprocess.Popen(
             argv, cwd=cwd, env=dict(env), shell=False, start_new_session=True,
             stdin=subprocess.PIPE if with_stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, close_fds=True, pass_fds=pass_fds)
     except FileNotFoundError as exc:
         raise ProcessStartError(f"cannot start {argv[0]!r}: program not found") from exc
     except PermissionError as exc:
@@ -245,7 +246,7 @@ def _exit_signal(proc: subprocess.Popen[bytes]) -> Iterator[Callable[[float], bo
 
 def run_process(argv: list[str], *, cwd: Path, timeout_ms: int, env: Mapping[str, str],
                 max_output_bytes: int = 1_000_000, stdin: bytes | None = None,
-                cancel: threading.Event | None = None) -> ProcessResult:
+                cancel: threading.Event | None = None, pass_fds: tuple[int, ...] = ()) -> ProcessResult:
     """Run ``argv`` without a shell in its own session and collect its output.
 
     Args:
@@ -257,6 +258,8 @@ def run_process(argv: list[str], *, cwd: Path, timeout_ms: int, env: Mapping[str
         stdin: bytes written to the child's stdin, which is then closed;
             ``None`` connects stdin to /dev/null.
         cancel: when set, the group is killed and ``cancelled`` is True.
+        pass_fds: descriptors the child inherits (``subprocess.Popen``'s);
+            a sandboxed command's come from ``lab.sandbox.base.spawn_args``.
 
     Returns:
         A ``ProcessResult``; a timeout or cancel is reported there, not raised.
@@ -271,7 +274,7 @@ def run_process(argv: list[str], *, cwd: Path, timeout_ms: int, env: Mapping[str
     if max_output_bytes < 0:
         raise ValueError(f"max_output_bytes must be >= 0, got {max_output_bytes}")
     started = time.monotonic()
-    proc = _start(argv, cwd, env, stdin is not None)
+    proc = _start(argv, cwd, env, stdin is not None, pass_fds)
     sinks = (_BoundedSink(max_output_bytes), _BoundedSink(max_output_bytes))
     assert proc.stdout is not None and proc.stderr is not None
     threads = [threading.Thread(target=_drain, args=(proc.stdout, sinks[0]), daemon=True),
@@ -303,3 +306,15 @@ def run_process(argv: list[str], *, cwd: Path, timeout_ms: int, env: Mapping[str
         truncated=sinks[0].truncated or sinks[1].truncated,
         timed_out=timed_out and killed, cancelled=cancelled and killed,
         duration_ms=duration_ms)
+
+
+def run_launch(launch: Launch, *, timeout_ms: int, max_output_bytes: int = 1_000_000,
+               cancel: threading.Event | None = None) -> ProcessResult:
+    """``run_process`` for a sandbox's ``Launch``: its argv, cwd, env and descriptor arguments.
+
+    Raises:
+        ProcessStartError, ValueError: as ``run_process``.
+    """
+    with spawn_args(launch) as (argv, fds):
+        return run_process(argv, cwd=launch.cwd, timeout_ms=timeout_ms, env=launch.env,
+                           max_output_bytes=max_output_bytes, cancel=cancel, pass_fds=fds)

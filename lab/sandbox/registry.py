@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.sandbox.base import SandboxBackend, SandboxError
+from lab.sandbox.base import SandboxBackend, SandboxError, spawn_args
 from lab.sandbox.bwrap import INSTALL_HINT, BwrapBackend
 from lab.sandbox.none import NoneBackend
 
@@ -69,9 +69,10 @@ def probe(backend: SandboxBackend) -> str | None:
     try:
         backend.prepare(workspace)
         launch = backend.wrap(["true"], workspace=workspace, env={})
-        result = subprocess.run(launch.argv, env=launch.env, cwd=launch.cwd,
-                                capture_output=True, timeout=_PROBE_TIMEOUT_S,
-                                start_new_session=True, check=False)
+        with spawn_args(launch) as (argv, fds):
+            result = subprocess.run(argv, env=launch.env, cwd=launch.cwd, pass_fds=fds,
+                                    capture_output=True, timeout=_PROBE_TIMEOUT_S,
+                                    start_new_session=True, check=False)
     except SandboxError as exc:
         return str(exc)
     except (OSError, subprocess.TimeoutExpired) as exc:

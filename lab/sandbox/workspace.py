@@ -20,8 +20,8 @@ from pathlib import Path, PureWindowsPath
 from typing import Any
 
 from lab.errors import ProcessStartError, SandboxError, ToolError, WorkspaceError
-from lab.sandbox.base import SandboxBackend, command_limits
-from lab.sandbox.process import minimal_env, run_process
+from lab.sandbox.base import Launch, SandboxBackend, command_limits
+from lab.sandbox.process import minimal_env, run_launch
 
 Snapshot = dict[str, str]
 """Posix path relative to the root → sha256 hex of the file's bytes, or
@@ -78,13 +78,12 @@ class TreeDiff:
 def _git(args: list[str], cwd: Path, git: str, fixture: Path,
          sandbox: SandboxBackend | None = None) -> None:
     if sandbox is None:
-        argv, env = [git, *args], minimal_env(cwd, GIT_IDENTITY)
+        launch = Launch(argv=[git, *args], env=minimal_env(cwd, GIT_IDENTITY), cwd=cwd)
     else:  # inside: a fixture's own .git/config (hooks, fsmonitor) cannot reach the host
         launch = sandbox.wrap(["git", *args], workspace=cwd, env=GIT_IDENTITY,
                               limits=command_limits(_GIT_TIMEOUT_MS))
-        argv, env, cwd = launch.argv, launch.env, launch.cwd
     try:
-        result = run_process(argv, cwd=cwd, timeout_ms=_GIT_TIMEOUT_MS, env=env)
+        result = run_launch(launch, timeout_ms=_GIT_TIMEOUT_MS)
     except ProcessStartError as exc:
         raise WorkspaceError(f"fixture {str(fixture)!r}: git init failed: {exc}") from exc
     if result.exit_code != 0:

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from lab.sandbox.base import Launch, SandboxError
+from lab.sandbox.base import Launch, SandboxError, spawn_args
 from lab.sandbox.bwrap import BwrapBackend
 from lab.sandbox.registry import probe
 
@@ -48,16 +48,16 @@ def run_launch(launch: Launch, *, timeout_s: float = 60,
     has closed them, so a leftover that keeps them open would hang here until
     ``timeout_s`` (then the group is killed and ``TimeoutExpired`` raised).
     """
-    with subprocess.Popen(launch.argv, env=launch.env, cwd=launch.cwd,
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, start_new_session=True) as proc:
+    with spawn_args(launch) as (argv, fds), subprocess.Popen(
+            argv, env=launch.env, cwd=launch.cwd, pass_fds=fds, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True) as proc:
         try:
             out, err = proc.communicate(stdin, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
             raise
-        return subprocess.CompletedProcess(launch.argv, proc.returncode, out, err)
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def pids_with_marker(marker: str) -> list[int]:

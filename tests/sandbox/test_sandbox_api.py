@@ -13,7 +13,7 @@ from lab.errors import LabError
 from lab.sandbox.base import Bind, Launch, Limits, SandboxBackend, SandboxError, check_request
 from lab.sandbox.bwrap import BwrapBackend
 from lab.sandbox.none import NoneBackend
-from lab.sandbox.process import run_process
+from lab.sandbox.process import run_launch
 from lab.sandbox.registry import (
     known_backends,
     register_backend,
@@ -152,7 +152,7 @@ def test_none_runs_a_real_command_without_the_lab_environment(tmp_path: Path,
     backend = NoneBackend()
     launch = backend.wrap([sys.executable, "-c", "import os; print(sorted(os.environ))"],
                           workspace=tmp_path, env={})
-    result = run_process(launch.argv, cwd=launch.cwd, env=launch.env, timeout_ms=30_000)
+    result = run_launch(launch, timeout_ms=30_000)
     assert result.exit_code == 0
     assert planted_key.encode() not in result.stdout
     assert b"FAKE_API_KEY" not in result.stdout
@@ -178,7 +178,7 @@ def test_launch_env_of_bwrap_holds_nothing_of_the_lab(bwrap: BwrapBackend,
     launch = bwrap.wrap(["env"], workspace=workspace, env={"TASK_VAR": "1"})
     assert sorted(launch.env) == ["HOME", "LANG", "LOGNAME", "PATH", "PYTHONDONTWRITEBYTECODE",
                                   "TASK_VAR", "TMPDIR", "TZ", "USER"]
-    assert planted_key not in " ".join(launch.argv)
+    assert planted_key not in " ".join([*launch.argv, *launch.fd_args])
 
 
 @pytest.mark.parametrize("host_uid", [0, -1])

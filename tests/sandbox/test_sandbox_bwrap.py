@@ -12,10 +12,9 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from lab.sandbox import hostfs
+from lab.sandbox import hostfs, process
 from lab.sandbox.base import Bind, Limits, SandboxError
 from lab.sandbox.bwrap import WORKSPACE, BwrapBackend
-from lab.sandbox.process import run_process
 from lab.sandbox.reaper import RunRoot
 from tests.helpers.sandboxed import run_launch
 
@@ -33,7 +32,7 @@ def _run(bwrap: BwrapBackend, workspace: Path, argv: list[str],
 def test_a_bundled_verifier_command_runs_through_the_lab_runner(bwrap: BwrapBackend,
                                                                 workspace: Path) -> None:
     launch = bwrap.wrap(["python3", "check.py"], workspace=workspace, env={})
-    result = run_process(launch.argv, cwd=launch.cwd, env=launch.env, timeout_ms=30_000)
+    result = process.run_launch(launch, timeout_ms=30_000)
     assert (result.exit_code, result.stdout) == (0, b"ALL 1 CHECKS PASSED\n")
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.sandbox.base import Limits
+from lab.sandbox import process
+from lab.sandbox.base import Limits, spawn_args
 from lab.sandbox.bwrap import BwrapBackend
 from lab.sandbox.process import run_process
 from lab.sandbox.reaper import RunRoot
@@ -92,7 +93,8 @@ def test_the_key_stays_out_even_if_the_runner_passes_the_lab_environment(
         print(dict(os.environ))
         """)], workspace=workspace, env={})
     careless = {**os.environ, **launch.env}
-    result = run_process(launch.argv, cwd=launch.cwd, env=careless, timeout_ms=30_000)
+    with spawn_args(launch) as (argv, fds):
+        result = run_process(argv, cwd=launch.cwd, env=careless, timeout_ms=30_000, pass_fds=fds)
     assert result.exit_code == 0, result.stderr
     assert planted_key.encode() not in result.stdout + result.stderr
 
@@ -107,10 +109,28 @@ def test_proc_shows_only_the_sandbox_own_processes(bwrap: BwrapBackend,
     assert pids == [1, 2], "pid 1 is bwrap's init, pid 2 the command; the host's are hidden"
 
 
+def test_no_process_inside_shows_host_paths_or_the_sandbox_set_up(bwrap: BwrapBackend,
+                                                                    workspace: Path) -> None:
+    """bwrap's own command line (pid 1) would name the task copy's host path and the inner
+    environment; its options reach it through a descriptor instead, which it closes."""
+    result = inside(bwrap, workspace, """
+        import os
+        for pid in sorted(p for p in os.listdir("/proc") if p.isdigit()):
+            print(open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\\0", b" ").decode())
+        print(sorted(os.listdir("/proc/self/fd")))
+        """)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert " --args " in lines[0], "pid 1 is bwrap, started with its options on a descriptor"
+    assert str(workspace) not in result.stdout and str(workspace.parent) not in result.stdout
+    assert "--bind" not in result.stdout and "--setenv" not in result.stdout
+    assert lines[-1] == "['0', '1', '2', '3']", "only stdio and listdir's own descriptor: the args file is closed"
+
+
 def test_env_holds_only_the_allowlist(bwrap: BwrapBackend, workspace: Path,
                                       planted_key: str) -> None:
     launch = bwrap.wrap(["env"], workspace=workspace, env={"TASK_VAR": "declared"})
-    result = run_process(launch.argv, cwd=launch.cwd, env=launch.env, timeout_ms=30_000)
+    result = process.run_launch(launch, timeout_ms=30_000)
     names = sorted(line.split("=", 1)[0] for line in result.stdout.decode().splitlines())
     # PWD is bwrap's own (--chdir /workspace).
     assert names == ["HOME", "LANG", "LOGNAME", "PATH", "PWD", "PYTHONDONTWRITEBYTECODE",

@@ -88,6 +88,7 @@ def test_an_unsafe_temp_root_is_refused(tmp_path: Path) -> None:
 LAB = textwrap.dedent("""
     import json, subprocess, sys
     from pathlib import Path
+    from lab.sandbox.base import spawn_args
     from lab.sandbox.bwrap import BwrapBackend
     from lab.sandbox.none import NoneBackend
     from lab.sandbox.reaper import RunRoot
@@ -99,8 +100,9 @@ LAB = textwrap.dedent("""
     backend.prepare(workspace)
     code = "import sys, time; print('running', flush=True); time.sleep(1000)"
     launch = backend.wrap(["python3", "-c", code, marker + "-command"], workspace=workspace, env={})
-    child = subprocess.Popen(launch.argv, env=launch.env, cwd=launch.cwd,
-                             stdout=subprocess.PIPE, start_new_session=True)
+    with spawn_args(launch) as (argv, fds):
+        child = subprocess.Popen(argv, env=launch.env, cwd=launch.cwd, pass_fds=fds,
+                                 stdout=subprocess.PIPE, start_new_session=True)
     child.stdout.readline()
     print(json.dumps({"root": str(root.path)}), flush=True)
     sys.stdin.read()

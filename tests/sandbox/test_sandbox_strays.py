@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from lab.sandbox.base import spawn_args
 from lab.sandbox.bwrap import BwrapBackend
-from lab.sandbox.process import run_process
+from lab.sandbox.process import run_launch
 from tests.helpers.sandboxed import open_pidfds, pids_with_marker, still_running
 
 SLEEPER = "import os, sys, time; os.write(int(sys.argv[1]), b'r'); os.close(int(sys.argv[1])); {then}time.sleep(1000)"
@@ -75,7 +76,7 @@ def _command(marker: str, ending: str) -> list[str]:
 def test_leftovers_die_when_the_command_returns(bwrap: BwrapBackend, workspace: Path) -> None:
     marker = f"lab-stray-{secrets.token_hex(6)}"
     launch = bwrap.wrap(_command(marker, "exit"), workspace=workspace, env={})
-    result = run_process(launch.argv, cwd=launch.cwd, env=launch.env, timeout_ms=60_000)
+    result = run_launch(launch, timeout_ms=60_000)
     assert result.exit_code == 0, result.stderr
     assert result.stdout == b"started 4\n"
     # The pipe holders closed the pipes (run_process read to EOF), so they
@@ -107,7 +108,7 @@ def test_leftovers_die_when_the_command_is_cancelled(bwrap: BwrapBackend,
     watcher.start()
     launch = bwrap.wrap(_command(marker, "wait-fifo"), workspace=workspace, env={})
     # The cancel path of run_process is its timeout path: the group is killed.
-    result = run_process(launch.argv, cwd=launch.cwd, env=launch.env, timeout_ms=60_000,
+    result = run_launch(launch, timeout_ms=60_000,
                          cancel=cancel)
     watcher.join(timeout=30)
     assert result.cancelled and result.stdout == b"started 4\n"
@@ -119,9 +120,9 @@ def test_every_leftover_is_gone_including_a_detached_daemon(
         bwrap: BwrapBackend, workspace: Path, ending: str) -> None:
     marker = f"lab-stray-{secrets.token_hex(6)}"
     launch = bwrap.wrap(_command(marker, "wait-stdin"), workspace=workspace, env={})
-    with subprocess.Popen(launch.argv, env=launch.env, cwd=launch.cwd, stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          start_new_session=True) as proc:
+    with spawn_args(launch) as (argv, fds), subprocess.Popen(
+            argv, env=launch.env, cwd=launch.cwd, pass_fds=fds, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True) as proc:
         assert proc.stdout is not None and proc.stdin is not None
         assert proc.stdout.readline() == b"started 4\n"
         sleepers = [pid for kind in KINDS for pid in pids_with_marker(f"{marker}-{kind}\0")]

@@ -40,7 +40,7 @@ from lab.agents.builtin.tool import (
 from lab.errors import ConfigError, ProcessStartError, ToolError
 from lab.sandbox.base import command_limits, start_failure
 from lab.sandbox.confined import write_confined
-from lab.sandbox.process import run_process
+from lab.sandbox.process import run_launch
 from lab.sandbox.workspace import IGNORED_NAMES, resolve_inside
 
 SEARCH_MAX_MATCHES = 200
@@ -243,9 +243,8 @@ def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         timeout_ms = min(timeout_ms, max(1, math.ceil(remaining_s * 1000)))
     launch = ctx.sandbox.wrap(list(args["argv"]), workspace=ctx.workspace, env=ctx.env,
                               network=ctx.network, limits=command_limits(timeout_ms))
-    result = run_process(launch.argv, cwd=launch.cwd, timeout_ms=timeout_ms,
-                         env=launch.env, max_output_bytes=4 * ctx.output_chars,
-                         cancel=ctx.cancel)
+    result = run_launch(launch, timeout_ms=timeout_ms, max_output_bytes=4 * ctx.output_chars,
+                        cancel=ctx.cancel)
     not_started = start_failure(result.exit_code, result.stderr)
     if not_started:
         raise ProcessStartError(not_started)
