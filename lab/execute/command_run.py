@@ -111,7 +111,7 @@ def run_command_agent(ctx: Any, task: Task, workspace: Path, baseline: dict[str,
             gateway.stop()
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
-    _finish(ctx, task, preset, workspace, baseline, record, gateway, status, calls)
+    _finish(ctx, task, preset, backend, workspace, baseline, record, gateway, status, calls)
     overridden = getattr(getattr(upstream, "inner", None), "overridden", None) or \
         getattr(getattr(getattr(upstream, "inner", None), "inner", None), "overridden", None)
     if overridden:
@@ -297,10 +297,9 @@ def _upstream(ctx: Any, task: Task, preset: CommandPreset, normalise: Any, calls
     return inner
 
 
-def _finish(ctx: Any, task: Task, preset: CommandPreset, workspace: Path, baseline: dict[str, str],
-            record: dict[str, Any], gateway: Any, status: Any, calls: list[Any]) -> None:
+def _finish(ctx: Any, task: Task, preset: CommandPreset, backend: Any, workspace: Path,
+            baseline: dict[str, str], record: dict[str, Any], gateway: Any, status: Any, calls: list[Any]) -> None:
     from lab.execute.verifiers import run_verifiers, score
-    from lab.sandbox.process import minimal_env
 
     stats = gateway.stats
     halt = gateway.halt
@@ -317,8 +316,9 @@ def _finish(ctx: Any, task: Task, preset: CommandPreset, workspace: Path, baseli
                       divergence={k: error.get(k) for k in ("callIndex", "field", "recorded", "actual")})
         return
     _set_aside(workspace, preset.ignore)
+    # As for the built-in agent: command verifiers in the eval's sandbox, over its base environment.
     results = run_verifiers(list(task.verifiers), workspace=workspace, baseline=baseline, events=[],
-                            env=minimal_env(workspace), cancel=ctx.cancel)
+                            env={}, cancel=ctx.cancel, sandbox=backend)
     record["verifiers"] = [r.to_json() for r in results]
     record["score"] = score(results)
     verdicts = [r.status for r in results]
