@@ -87,6 +87,12 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
         if config.mode == "replay" and not any((cassettes / suite.id / "agents" / agent["name"]).glob("*.jsonl")):
             raise ConfigError(f"replay: no cassettes for agent {agent['name']} on suite {suite.id} in "
                               f"{cassettes / suite.id / 'agents' / agent['name']} (record them first)")
+        if config.mode == "replay":  # said once here, not once per run
+            from lab.execute.agent_cassettes import recorded_api_mismatch
+
+            mismatch = recorded_api_mismatch(cassettes, suite.id, agent["name"], agent["api"], [t.id for t in tasks])
+            if mismatch is not None:
+                raise ConfigError(mismatch)
     elif config.mode == "replay" and not any((cassettes / suite.id).glob("*.jsonl")):
         raise ConfigError(f"replay: no cassettes for suite {suite.id} in {cassettes / suite.id} "
                           f"(record them with `doit record suite={suite.id}`, or set cassette_dir=)")
@@ -290,7 +296,7 @@ def _compute_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
 
         agent = ctx.config.data["agent"]
         if agent.get("kind") == "command":  # a command agent replays its own recording
-            from lab.execute.command_run import agent_cassette_path
+            from lab.execute.agent_cassettes import agent_cassette_path
 
             cassette = agent_cassette_path(ctx.cassette_dir, ctx.suite.id, agent["name"], spec.task_id)
         else:
