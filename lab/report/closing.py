@@ -62,7 +62,7 @@ def attempted_line(doc: dict[str, Any]) -> str:
     missing = requested - completed
     if missing <= 0:
         return f"runs: {completed} of {requested} planned runs attempted"
-    why = ("the eval stopped after three infrastructure errors in a row" if doc["header"].get("voided")
+    why = ("the eval was voided after three infrastructure errors in a row" if doc["header"].get("voided")
            else "the eval was stopped before them")
     return f"runs: {completed} of {requested} planned runs attempted; {missing} not attempted ({why})"
 
