@@ -237,8 +237,10 @@ def eval_banner(prep: Prepared) -> str:
 
     ctx = prep.ctx
     provider = ctx.config.data["provider"]
+    agent = ctx.config.data["agent"]
+    named = f"agent {agent['name']} {agent['version']} · " if agent.get("kind") == "command" else ""
     lines = [f"{prep.basename} {ctx.suite.id} {ctx.suite.version} · {ctx.config.mode} · "
-             f"{provider['name']}/{provider['model']} · k={prep.k} · {len(prep.specs)} run(s) · "
+             f"{provider['name']}/{provider['model']} · {named}k={prep.k} · {len(prep.specs)} run(s) · "
              f"results in {paths.data_dir()}"]
     if ctx.config.mode == "replay":
         lines.append(REPLAY_NOTE)

@@ -34,7 +34,9 @@ def summarise(report_dir: Path) -> tuple[int, str]:
     rate = "—" if s["successRate"] is None else f"{100 * s['successRate']:.1f}%"
     if s["wilson95"] is not None:
         rate += f" (95% Wilson {s['wilson95'][0]:.3f}–{s['wilson95'][1]:.3f})"
-    lines = [f"{h['suiteId']} {h['suiteVersion']} · {h['mode']} · {h['provider']}/{h['model']} · "
+    agent = h.get("agent") or {}
+    named = f"agent {agent.get('name')} {agent.get('version')} · " if agent.get("kind") == "command" else ""
+    lines = [f"{h['suiteId']} {h['suiteVersion']} · {h['mode']} · {h['provider']}/{h['model']} · {named}"
              f"k={h['k']} seed={h['seed']} · config {h['configHash'][:12]}"
              + (f" · sandbox: {h['sandbox']}" if "sandbox" in h else ""),
              f"endpoint {endpoint_text(h)} · run id {h['runId']}"]

@@ -54,6 +54,8 @@ def test_record_then_replay_twice_is_identical(tmp_path: Path, api: str) -> None
         replayed = run_cmd(["doit", "eval", "mode=replay", "k=1", *base], tmp_path / f"replay{i}")
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr
         assert verdicts(tmp_path / f"replay{i}") == expected
+        # The banner and the closing header name the command agent.
+        assert replayed.stdout.count("· agent reference 0.1.0 ·") == 2, replayed.stdout
     other = "responses" if api == "chat" else "chat"
     mismatch = run_cmd(["doit", "eval", "mode=replay", "k=1", *base, f"agent.api={other}"], tmp_path / "other")
     # Said once, before any run, naming both APIs and the fix.
