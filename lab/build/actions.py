@@ -84,6 +84,8 @@ def forgotten_marker(target: Path) -> Path:
 RESULT_STATUSES = frozenset({"pass", "fail", "budget_exceeded"})
 """Statuses that are results: kept, never executed again with the same inputs."""
 
+VOIDED_LINE = "eval voided: three infrastructure errors in a row; the remaining runs are not attempted"
+
 
 def is_result(record: dict[str, Any]) -> bool:
     """Whether ``record`` holds a result (kept) rather than an infrastructure error (run again).
@@ -205,7 +207,8 @@ def _execute(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any], ident: d
     notify_record(record)
     forgotten_marker(target).unlink(missing_ok=True)
     ctx.events.emit("run_finished", **ident, status=record["status"])
-    if ctx.note_result(record):
+    voided = ctx.note_result(record)
+    if voided:
         ctx.events.emit("eval_voided", reason="three infrastructure errors in a row")
     for warning in record.get("warnings", []):
         if warning not in ctx.warned:
@@ -213,6 +216,8 @@ def _execute(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any], ident: d
             print(f"warning: {warning}", file=sys.stderr, flush=True)
     if ctx.config.data["json"]:
         print(run_json_line(record), flush=True)
+        if voided:
+            print(VOIDED_LINE, file=sys.stderr, flush=True)  # stdout holds only JSON lines
         return None
     variant = f"{ctx.label}: " if ctx.label else ""
     line = f"  {record['status']:<15} {variant}{spec.task_id} r{spec.repetition}  ({record['wallMs'] / 1000:.2f} s)"
@@ -223,6 +228,8 @@ def _execute(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any], ident: d
     if record.get("workspace"):
         line += f"  workspace kept at {record['workspace']}"
     display().run_finished(line, record["status"])
+    if voided:
+        display().print(VOIDED_LINE)
 
 
 def _runtime_note(prep: Any) -> str | None:

@@ -91,6 +91,12 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
         if config.mode == "replay" and not any((cassettes / suite.id / "agents" / agent["name"]).glob("*.jsonl")):
             raise ConfigError(f"replay: no cassettes for agent {agent['name']} on suite {suite.id} in "
                               f"{cassettes / suite.id / 'agents' / agent['name']} (record them first)")
+        if config.mode == "replay":  # said once here, not once per run
+            from lab.execute.agent_cassettes import recorded_api_mismatch
+
+            mismatch = recorded_api_mismatch(cassettes, suite.id, agent["name"], agent["api"], [t.id for t in tasks])
+            if mismatch is not None:
+                raise ConfigError(mismatch)
     elif config.mode == "replay" and not any((cassettes / suite.id).glob("*.jsonl")):
         raise ConfigError(f"replay: no cassettes for suite {suite.id} in {cassettes / suite.id} "
                           f"(record them with `doit record suite={suite.id}`, or set cassette_dir=)")
@@ -242,8 +248,10 @@ def eval_banner(prep: Prepared, *, notes: bool = True) -> str:
     ctx = prep.ctx
     provider = ctx.config.data["provider"]
     variant = f" [{ctx.label}]" if ctx.label else ""
+    agent = ctx.config.data["agent"]
+    named = f"agent {agent['name']} {agent['version']} · " if agent.get("kind") == "command" else ""
     lines = [f"{prep.basename}{variant} {ctx.suite.id} {ctx.suite.version} · {ctx.config.mode} · "
-             f"{provider['name']}/{provider['model']} · k={prep.k} · {len(prep.specs)} run(s) · "
+             f"{provider['name']}/{provider['model']} · {named}k={prep.k} · {len(prep.specs)} run(s) · "
              f"results in {paths.data_dir()}"]
     if notes and ctx.config.mode == "replay":
         lines.append(REPLAY_NOTE)
@@ -301,7 +309,7 @@ def _compute_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
 
         agent = ctx.config.data["agent"]
         if agent.get("kind") == "command":  # a command agent replays its own recording
-            from lab.execute.command_run import agent_cassette_path
+            from lab.execute.agent_cassettes import agent_cassette_path
 
             cassette = agent_cassette_path(ctx.cassette_dir, ctx.suite.id, agent["name"], spec.task_id)
         else:

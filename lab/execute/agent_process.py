@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lab.errors import ProcessStartError
+from lab.sandbox.process import wait_exit
 
 STDERR_TAIL_BYTES = 2048
 STDOUT_TAIL_BYTES = 65536
@@ -127,9 +128,7 @@ class AgentProcess:
         Whatever remains of the group once the leader is gone is SIGKILLed,
         so nothing of the agent outlives the run.
         """
-        try:
-            self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
+        if not wait_exit(self.proc, timeout_s):  # woken by the exit itself, no polling
             self.end("maxWallMs")
             self.proc.wait()
         self._ended.set()

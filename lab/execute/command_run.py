@@ -10,9 +10,7 @@ A budget exceeded or a replay divergence at the gateway ends the agent's
 process group at once; the wall budget ends it too. Then the verifiers run
 as for the built-in agent.
 
-Cassettes of command agents live at
-``<cassette dir>/<suite>/agents/<agent>/<task>.jsonl`` (``cassette/v1``,
-calls with ``api``), apart from the built-in agent's.
+Cassettes of command agents: :mod:`lab.execute.agent_cassettes`.
 """
 
 from __future__ import annotations
@@ -21,12 +19,12 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import Any, NamedTuple
+from typing import Any
 
 from lab.agents.command import CommandPreset, agent_prefix, placeholder_values, render, resolve_program
 from lab.errors import CassetteError, ConfigError
+from lab.execute.agent_cassettes import CassetteHooks, agent_cassette_path, write_agent_cassette
 from lab.suites.load import Task
 
 WALL_SLACK_S = 5.0
@@ -45,14 +43,6 @@ RELAY_SCRIPT = (
 ``ready`` line (no polling), then replace the shell with the agent."""
 
 
-class CassetteHooks(NamedTuple):
-    """The cassette steps shared with the built-in agent's run (``lab.execute.run``)."""
-
-    header: Callable[[Any, Task], dict[str, Any]]
-    preconditions: Callable[[Any, Task, dict[str, Any], str], list[str]]
-    recorded_at: Callable[[Path, dict[str, Any], list[dict[str, Any]]], str]
-
-
 def sandbox_backend(ctx: Any) -> Any:
     """The sandbox backend command agents run in: the eval's, else ``none`` (the host)."""
     in_force = getattr(ctx, "sandbox_in_force", None)
@@ -61,11 +51,6 @@ def sandbox_backend(ctx: Any) -> Any:
     from lab.sandbox.none import NoneBackend
 
     return NoneBackend()
-
-
-def agent_cassette_path(cassette_dir: Path, suite_id: str, agent: str, task_id: str) -> Path:
-    """``<cassette dir>/<suite>/agents/<agent>/<task>.jsonl``."""
-    return cassette_dir / suite_id / "agents" / agent / f"{task_id}.jsonl"
 
 
 def agent_script_path(suite_dir: Path, agent: str, task_id: str) -> Path:
@@ -111,7 +96,7 @@ def run_command_agent(ctx: Any, task: Task, workspace: Path, baseline: dict[str,
             gateway.stop()
     finally:
         shutil.rmtree(run_dir, ignore_errors=True)
-    _finish(ctx, task, preset, workspace, baseline, record, gateway, status, calls)
+    _finish(ctx, task, preset, backend, workspace, baseline, record, gateway, status, calls)
     overridden = getattr(getattr(upstream, "inner", None), "overridden", None) or \
         getattr(getattr(getattr(upstream, "inner", None), "inner", None), "overridden", None)
     if overridden:
@@ -123,7 +108,7 @@ def run_command_agent(ctx: Any, task: Task, workspace: Path, baseline: dict[str,
     record["executor"]["startupMs"] = None if upstream.first is None or started is None \
         else max(0, int((upstream.first - started) * 1000))
     if ctx.config.mode == "record" and record["status"] != "error":
-        _write_cassette(ctx, task, preset, calls, hooks)
+        write_agent_cassette(ctx, task, preset, calls, hooks)
 
 
 class FirstCallClock:
@@ -299,10 +284,9 @@ def _upstream(ctx: Any, task: Task, preset: CommandPreset, normalise: Any, calls
     return inner
 
 
-def _finish(ctx: Any, task: Task, preset: CommandPreset, workspace: Path, baseline: dict[str, str],
-            record: dict[str, Any], gateway: Any, status: Any, calls: list[Any]) -> None:
+def _finish(ctx: Any, task: Task, preset: CommandPreset, backend: Any, workspace: Path,
+            baseline: dict[str, str], record: dict[str, Any], gateway: Any, status: Any, calls: list[Any]) -> None:
     from lab.execute.verifiers import run_verifiers, score
-    from lab.sandbox.process import minimal_env
 
     stats = gateway.stats
     halt = gateway.halt
@@ -319,8 +303,9 @@ def _finish(ctx: Any, task: Task, preset: CommandPreset, workspace: Path, baseli
                       divergence={k: error.get(k) for k in ("callIndex", "field", "recorded", "actual")})
         return
     _set_aside(workspace, preset.ignore)
+    # As for the built-in agent: command verifiers in the eval's sandbox, over its base environment.
     results = run_verifiers(list(task.verifiers), workspace=workspace, baseline=baseline, events=[],
-                            env=minimal_env(workspace), cancel=ctx.cancel)
+                            env={}, cancel=ctx.cancel, sandbox=backend)
     record["verifiers"] = [r.to_json() for r in results]
     record["score"] = score(results)
     verdicts = [r.status for r in results]
@@ -361,20 +346,3 @@ def _set_aside(workspace: Path, ignore: tuple[str, ...]) -> None:
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
-
-
-def _write_cassette(ctx: Any, task: Task, preset: CommandPreset, calls: list[Any], hooks: CassetteHooks) -> None:
-    from lab.replay.cassette import check_secrets, dump_cassette, write_cassette
-
-    path = agent_cassette_path(ctx.cassette_dir, ctx.suite.id, preset.name, task.id)
-    header = hooks.header(ctx, task)
-    header["agent"] = {"name": preset.name, "version": preset.version, "api": preset.api}
-    lines = [{"schemaVersion": 1, "type": "call", "index": c.index, "purpose": "main", "api": c.api,
-              "fingerprint": c.fingerprint, "request": c.request, "exchange": c.exchange}
-             for c in sorted(calls, key=lambda c: c.index)]
-    key_env = [ctx.config.data["provider"].get("api_key_env") or ""]
-    check_secrets(header, lines, source=str(path), env=ctx.env, credential_env=key_env)
-    header["recordedAt"] = hooks.recorded_at(path, header, lines)
-    if not path.parent.is_dir():
-        path.parent.mkdir(parents=True)
-    write_cassette(path, dump_cassette(header, lines))

@@ -148,7 +148,8 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
                                      parent=sandbox.run_root, sandbox=sandbox.backend)
         baseline = snapshot(workspace)
         if ctx.config.data["agent"].get("kind") == "command":
-            from lab.execute.command_run import CassetteHooks, run_command_agent
+            from lab.execute.agent_cassettes import CassetteHooks
+            from lab.execute.command_run import run_command_agent
 
             hooks = CassetteHooks(cassette_header, replay_preconditions, recorded_at)
             run_command_agent(ctx, task, workspace, baseline, record, hooks)

@@ -34,7 +34,9 @@ def summarise(report_dir: Path) -> tuple[int, str]:
     rate = "—" if s["successRate"] is None else f"{100 * s['successRate']:.1f}%"
     if s["wilson95"] is not None:
         rate += f" (95% Wilson {s['wilson95'][0]:.3f}–{s['wilson95'][1]:.3f})"
-    lines = [f"{h['suiteId']} {h['suiteVersion']} · {h['mode']} · {h['provider']}/{h['model']} · "
+    agent = h.get("agent") or {}
+    named = f"agent {agent.get('name')} {agent.get('version')} · " if agent.get("kind") == "command" else ""
+    lines = [f"{h['suiteId']} {h['suiteVersion']} · {h['mode']} · {h['provider']}/{h['model']} · {named}"
              f"k={h['k']} seed={h['seed']} · config {h['configHash'][:12]}"
              + (f" · sandbox: {h['sandbox']}" if "sandbox" in h else ""),
              f"endpoint {endpoint_text(h)} · run id {h['runId']}"]
@@ -62,7 +64,7 @@ def attempted_line(doc: dict[str, Any]) -> str:
     missing = requested - completed
     if missing <= 0:
         return f"runs: {completed} of {requested} planned runs attempted"
-    why = ("the eval stopped after three infrastructure errors in a row" if doc["header"].get("voided")
+    why = ("the eval was voided after three infrastructure errors in a row" if doc["header"].get("voided")
            else "the eval was stopped before them")
     return f"runs: {completed} of {requested} planned runs attempted; {missing} not attempted ({why})"
 

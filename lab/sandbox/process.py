@@ -244,6 +244,23 @@ def _exit_signal(proc: subprocess.Popen[bytes]) -> Iterator[Callable[[float], bo
         os.close(pidfd)
 
 
+def wait_exit(proc: subprocess.Popen[bytes], timeout_s: float | None) -> bool:
+    """Block until ``proc`` exits (then reap it) or ``timeout_s`` seconds pass; True when it exited.
+
+    Woken by the exit itself (the child's pidfd), unlike
+    ``Popen.wait(timeout=…)``, which polls with sleeps of up to 50 ms.
+    ``timeout_s`` None waits without a limit.
+    """
+    if timeout_s is None:
+        proc.wait()
+        return True
+    with _exit_signal(proc) as exited:
+        if proc.poll() is not None or exited(max(0.0, timeout_s)):
+            proc.wait()
+            return True
+    return False
+
+
 def run_process(argv: list[str], *, cwd: Path, timeout_ms: int, env: Mapping[str, str],
                 max_output_bytes: int = 1_000_000, stdin: bytes | None = None,
                 cancel: threading.Event | None = None, pass_fds: tuple[int, ...] = ()) -> ProcessResult:

@@ -63,6 +63,8 @@ def test_three_infrastructure_errors_in_a_row_void_the_eval(tmp_path: Path) -> N
     assert result.returncode == 1, result.stdout + result.stderr
     report = json.loads(next(tmp_path.glob("*/*/reports/*/report.json")).read_text())
     assert report["header"]["voided"] is True
+    assert result.stdout.count("eval voided: three infrastructure errors in a row") == 1, result.stdout
+    assert "the eval was voided after three infrastructure errors in a row" in result.stdout
     assert report["header"]["runsRequested"] == 7
     assert report["summary"]["runs"] == 3
     assert report["summary"]["errors"] == 3

@@ -60,7 +60,7 @@ def test_real_agent_live_record_and_replay(tmp_path: Path, agents_dir: Path, age
         server.handler = ScriptedStub(SOLUTIONS[agent])
         base = ["suite=smoke-coding", f"agent={agent}", "provider=openai", "provider.model=stub-model",
                 f"provider.base_url={server.url}/v1", "provider.api_key_env=LAB_TEST_STUB_KEY", f"tasks=[{TASK}]",
-                "k=1", f"cassette_dir={cassettes}"]
+                "k=1", f"cassette_dir={cassettes}", "preflight=false"]  # the stub plays only the agent's turns
         live = lab(["doit", "eval", "mode=live", *base], tmp_path / "live", agents_dir)
         assert live.returncode == 0 and verdict(tmp_path / "live")[0] == "pass", live.stdout + live.stderr
         server.handler = ScriptedStub(SOLUTIONS[agent])

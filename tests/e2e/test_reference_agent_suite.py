@@ -54,6 +54,16 @@ def test_record_then_replay_twice_is_identical(tmp_path: Path, api: str) -> None
         replayed = run_cmd(["doit", "eval", "mode=replay", "k=1", *base], tmp_path / f"replay{i}")
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr
         assert verdicts(tmp_path / f"replay{i}") == expected
+        # The banner and the closing header name the command agent.
+        assert replayed.stdout.count("· agent reference 0.1.0 ·") == 2, replayed.stdout
+    other = "responses" if api == "chat" else "chat"
+    mismatch = run_cmd(["doit", "eval", "mode=replay", "k=1", *base, f"agent.api={other}"], tmp_path / "other")
+    # Said once, before any run, naming both APIs and the fix.
+    assert mismatch.returncode == 1, mismatch.stdout + mismatch.stderr
+    assert mismatch.stderr.count(f"were recorded with agent.api={api}") == 1, mismatch.stderr
+    assert "7 of 7 cassettes of agent reference" in mismatch.stderr
+    assert f"this run uses agent.api={other} (record again, or pass agent.api={api})" in mismatch.stderr
+    assert "Traceback" not in mismatch.stderr and not list((tmp_path / "other").glob("*/*/runs/*/*.json"))
     shutil.copytree(tmp_path / "cassettes", tmp_path / "again")
     again = run_cmd(["doit", "record", *base[:-1], f"cassette_dir={tmp_path / 'again'}"], tmp_path / "record2")
     assert again.returncode == 0, again.stdout + again.stderr

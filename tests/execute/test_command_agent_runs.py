@@ -28,8 +28,9 @@ PROBE = Path(__file__).resolve().parents[1] / "helpers" / "probe_agent.py"
 REAL_KEY = "sk-proj-realkey0123456789abcdefABCDEF0123456789"
 
 
-def probe_suite(tmp_path: Path, **budget: int) -> Path:
-    """A copy of smoke-coding whose task fixture holds the probe and whose script answers 'done'."""
+def probe_suite(tmp_path: Path, verifiers: tuple[dict[str, Any], ...] = (), **budget: int) -> Path:
+    """A copy of smoke-coding whose task fixture holds the probe and whose script answers 'done'
+    (``verifiers`` added to the task's, ``budget`` over its budget)."""
     suites = tmp_path / "suites"
     suite = suites / "smoke-coding"
     shutil.copytree(ROOT / "suites" / "smoke-coding", suite)
@@ -37,9 +38,11 @@ def probe_suite(tmp_path: Path, **budget: int) -> Path:
     script = suite / "scripts" / "agents" / "probe" / f"{TASK}.json"
     script.parent.mkdir(parents=True)
     script.write_text(json.dumps({"schemaVersion": 1, "taskId": TASK, "turns": [{"content": "done"}]}))
-    if budget:
+    if budget or verifiers:
         doc = json.loads((suite / "suite.json").read_text())
-        next(t for t in doc["tasks"] if t["id"] == TASK)["budget"].update(budget)
+        task = next(t for t in doc["tasks"] if t["id"] == TASK)
+        task["budget"].update(budget)
+        task["verifiers"] += verifiers
         (suite / "suite.json").write_text(json.dumps(doc, indent=2))
     return suites
 
@@ -119,6 +122,17 @@ def test_the_real_key_reaches_neither_the_agent_nor_the_data_dir(tmp_path: Path)
     assert any(p.suffix == ".jsonl" for p in files)  # the cassette was written (with the echo redacted)
     for path in files:
         assert REAL_KEY.encode() not in path.read_bytes(), path
+
+
+def test_the_verifiers_run_in_the_eval_sandbox_as_for_the_built_in_agent(tmp_path: Path) -> None:
+    backend = require_bwrap()
+    # Inside the sandbox: the task copy at /workspace, and nothing of the host's temp tree.
+    inside = {"id": "inside", "kind": "command", "timeoutMs": 30000, "expectExit": 0,
+              "argv": ["sh", "-c", f'test "$(pwd)" = /workspace && test ! -e {tmp_path}']}
+    suites = probe_suite(tmp_path, verifiers=(inside,))
+    record = run_once(overrides(tmp_path, suites, "fresh", "mode=record"), sandbox=backend)
+    assert record["sandbox"] == "bwrap"
+    assert {v["id"]: v["status"] for v in record["verifiers"]}["inside"] == "pass", record["verifiers"]
 
 
 def test_a_looping_agent_is_ended_by_max_turns_and_the_report_says_budget_exceeded(tmp_path: Path) -> None:

@@ -52,6 +52,17 @@ def test_it_writes_the_file_and_exits_0(make_gateway: MakeGateway, provider: Loc
     assert tool_output == "exit code: 0\nhello\n"
 
 
+def test_a_long_answer_is_written_whole_before_the_quick_exit(make_gateway: MakeGateway,
+                                                             provider: LocalHTTPServer, tmp_path: Path) -> None:
+    # The agent ends with os._exit once its output is flushed: nothing buffered may be lost on a pipe.
+    answer = "".join(f"line {n} of a long final answer\n" for n in range(20000))
+    provider.handler = ScriptedStub([Turn(text=answer)])
+
+    result = run_agent(make_gateway(), tmp_path)
+
+    assert (result.returncode, result.stdout) == (0, answer + "\n"), result.stderr
+
+
 def test_a_refused_call_ends_it_with_a_nonzero_exit(make_gateway: MakeGateway, provider: LocalHTTPServer,
                                                    halts: Halts, tmp_path: Path) -> None:
     provider.handler = ScriptedStub([Turn(calls=(("shell", {"command": "true"}),))])  # never finishes

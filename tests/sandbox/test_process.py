@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lab.errors import ProcessStartError
-from lab.sandbox.process import ProcessResult, minimal_env, run_process
+from lab.sandbox.process import ProcessResult, minimal_env, run_process, wait_exit
 
 PY = sys.executable
 
@@ -241,3 +241,20 @@ def test_a_timeout_kill_never_sleeps(tmp_path: Path, env: dict[str, str], monkey
     monkeypatch.setattr(time, "sleep", _no_sleeping)
     result = run_process(_py("import time; time.sleep(30)"), cwd=tmp_path, timeout_ms=50, env=env)
     assert result.timed_out and result.exit_code is None
+
+
+def test_wait_exit_reaps_an_exited_child_and_reports_a_timeout_without_sleeping(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import time
+
+    monkeypatch.setattr(time, "sleep", _no_sleeping)  # Popen.wait(timeout=...) would poll with sleeps
+    quick = subprocess.Popen(_py("pass"), cwd=tmp_path)
+    blocked = subprocess.Popen(_py("import sys; sys.stdin.read()"), cwd=tmp_path, stdin=subprocess.PIPE)
+    try:
+        assert wait_exit(quick, 30.0) is True and quick.returncode == 0
+        assert wait_exit(quick, 30.0) is True  # already reaped
+        assert wait_exit(blocked, 0.05) is False and blocked.returncode is None
+    finally:
+        blocked.kill()
+        blocked.wait()

@@ -18,7 +18,10 @@ Exit status: 0 when the model answered without a tool call (the final
 answer is printed on stdout: the agent claims success); 1 when the API
 failed or answered something unusable; 2 on a usage error; 3 when
 ``--max-turns`` model calls did not reach a final answer. A trace of tool
-calls goes to stderr.
+calls goes to stderr. Run as a program, it ends with ``os._exit`` once its
+output is flushed and its client closed: the interpreter's own teardown
+after ``import openai`` (collecting the SDK's objects) would cost another
+~0.15 s of CPU and change nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import openai
 
@@ -210,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"reference agent: cannot read the prompt file: {exc}", file=sys.stderr)
         return 2
+    # One client for the whole run: every call reuses its keep-alive connection.
     client = openai.OpenAI(api_key=key, base_url=os.environ.get("OPENAI_BASE_URL") or None,
                            timeout=args.timeout)
     tools = Tools(Path.cwd(), args.tool_timeout, args.max_output)
@@ -219,7 +223,22 @@ def main(argv: list[str] | None = None) -> int:
     except (openai.OpenAIError, RuntimeError) as exc:
         print(f"reference agent: the model call failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    finally:
+        client.close()
+
+
+def exit_now(code: int) -> NoReturn:
+    """Flush stdout and stderr, then end the process at once with ``code`` (120 if stdout cannot be written)."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        code = code or 120  # what the interpreter itself would exit with
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass
+    os._exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())
