@@ -5,12 +5,19 @@ CA files (``SSL_CERT_FILE``/``SSL_CERT_DIR``) and proxies
 (``*_proxy``/``NO_PROXY``) come from the ``env`` mapping a run was given, so
 a test or a run sees exactly the settings it was handed. Used by the
 OpenAI-compatible provider and by the preflight.
+
+``shared_client`` hands every run of a process the same ``httpx.Client`` (one
+connection pool, one TLS context) per distinct setup: a live run's calls, and
+the next run's, reuse open connections instead of building a client and a
+connection per call. httpx's pool is thread-safe (``jobs=N`` threads share it).
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import ssl
+import threading
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,6 +27,42 @@ import httpx
 from lab.errors import ConfigError
 
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
+# No cap on connections: ``jobs=N`` runs call at once and must not queue for the pool; idle
+# connections are dropped after httpx's default 5 s (below the usual server keep-alive).
+POOL_LIMITS = httpx.Limits(max_connections=None, max_keepalive_connections=None, keepalive_expiry=5.0)
+
+_clients: dict[tuple[str | None, str | None, str | None], httpx.Client] = {}
+_clients_lock = threading.Lock()
+
+
+def shared_client(env: Mapping[str, str], url: str) -> httpx.Client:
+    """The process's pooled client for calls to ``url`` with ``env``'s CA files and proxy.
+
+    Clients are keyed by what makes them differ (``SSL_CERT_FILE``,
+    ``SSL_CERT_DIR``, the proxy for ``url``), created on first use and closed
+    at exit. Pass each call's timeout on the request (``timeout=``).
+
+    Raises:
+        ConfigError: the CA files cannot be loaded.
+    """
+    key = (env.get("SSL_CERT_FILE") or None, env.get("SSL_CERT_DIR") or None, proxy_for(env, url))
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = httpx.Client(limits=POOL_LIMITS, **client_options(env, url, None))
+            if not _clients:
+                atexit.register(close_clients)
+            _clients[key] = client
+        return client
+
+
+def close_clients() -> None:
+    """Close every pooled client and its connections (at exit; later calls open new ones)."""
+    with _clients_lock:
+        clients = list(_clients.values())
+        _clients.clear()
+    for client in clients:
+        client.close()
 
 
 def client_options(env: Mapping[str, str], url: str,

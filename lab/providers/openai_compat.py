@@ -62,7 +62,7 @@ from lab.errors import (
     ProviderTimeout,
 )
 from lab.providers.base import Exchange, Purpose
-from lab.providers.client import client_options
+from lab.providers.client import client_options, shared_client
 from lab.providers.faults import (
     ServerError,
     error_cause,
@@ -81,6 +81,7 @@ BACKOFF_CAP_S = 8.0
 RETRY_AFTER_CAP_S = 30.0
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024  # provider.max_response_bytes; no chat answer comes near it
 _EXCERPT_CHARS = 300
+DRAIN_GRACE_S = 1.0
 
 
 class _Retryable(Exception):
@@ -163,7 +164,10 @@ class OpenAICompatProvider:
         self._env = env
         self._sleep = sleep
         self._clock = clock
-        self._client_options = client_options(env, self.url, transport)
+        # One pooled client per process and setup (lab.providers.client); an injected
+        # transport (tests) gets a client of its own.
+        self._client = (shared_client(env, self.url) if transport is None
+                        else httpx.Client(**client_options(env, self.url, transport)))
 
     def send(self, request: dict[str, Any], *, purpose: Purpose = "main",
              timeout_s: float | None = None) -> Exchange:
@@ -221,19 +225,20 @@ class OpenAICompatProvider:
         headers = {**self.headers, "Authorization": f"Bearer {api_key}"}
         if self.stream:
             headers.update({"Accept": "text/event-stream", "Cache-Control": "no-store"})
-        with httpx.Client(timeout=httpx.Timeout(remaining_s), **self._client_options) as client:
-            request = client.build_request("POST", self.url, json=body, headers=headers)
-            response = self._open(client, request, remaining_s)
-            try:
-                with deadline_guard(response, deadline - self._clock()) as fired, \
-                        self._translated(remaining_s, fired):
-                    exchange = self._read(response, deadline, remaining_s)
-                if fired.is_set():  # a body without length ends "cleanly" when the guard shuts it down
-                    raise ProviderTimeout(f"{self.url}: no complete answer within {remaining_s:.2f} s "
-                                          "(the server kept the connection open)")
-                return exchange
-            finally:
-                response.close()
+        client = self._client
+        request = client.build_request("POST", self.url, json=body, headers=headers,
+                                       timeout=httpx.Timeout(remaining_s))
+        response = self._open(client, request, remaining_s)
+        try:
+            with deadline_guard(response, deadline - self._clock()) as fired, \
+                    self._translated(remaining_s, fired):
+                exchange = self._read(response, deadline, remaining_s)
+            if fired.is_set():  # a body without length ends "cleanly" when the guard shuts it down
+                raise ProviderTimeout(f"{self.url}: no complete answer within {remaining_s:.2f} s "
+                                      "(the server kept the connection open)")
+            return exchange
+        finally:
+            response.close()  # an unread body closes the connection; a read one returns to the pool
 
     def _open(self, client: httpx.Client, request: httpx.Request, remaining_s: float) -> httpx.Response:
         """Send the request and wait for the status line; a connection that fails before any
@@ -280,7 +285,8 @@ class OpenAICompatProvider:
             return self._json_exchange(body)
         events: list[str] = []
         errors: list[str] = []
-        for name, value in sse_fields(body.iter_lines()):
+        lines = body.iter_lines()
+        for name, value in sse_fields(lines):
             if self._clock() > deadline:
                 raise ProviderTimeout(
                     f"{self.url}: stream still running at the deadline after {len(events)} events")
@@ -291,6 +297,7 @@ class OpenAICompatProvider:
                 continue  # an event without data (e.g. "event: ping") carries nothing
             events.append(value)
             if value.strip() == DONE:
+                _drain(lines, response)
                 break
         exchange: Exchange = {"type": "sse", "status": response.status_code, "events": events}
         if errors:
@@ -373,6 +380,18 @@ class OpenAICompatProvider:
 
 
     # an event the stream ended inside was never dispatched: it is dropped, as SSE says
+
+
+def _drain(lines: Iterator[str], response: httpx.Response) -> None:
+    """Read what follows ``[DONE]`` (at most ``DRAIN_GRACE_S``) so an HTTP/1.1 connection whose
+    body ends there returns to the pool; a server that keeps the stream open is not waited for
+    (its connection is shut down and dropped), and nothing after ``[DONE]`` counts."""
+    with deadline_guard(response, DRAIN_GRACE_S):
+        try:
+            for _ in lines:
+                pass
+        except (httpx.HTTPError, ProviderError):
+            pass  # the answer is complete; only the connection is lost
 
 
 def _excerpt(text: str) -> str:
