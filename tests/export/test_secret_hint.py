@@ -1,0 +1,49 @@
+"""The scanner's one-search pre-check never hides a key shape the full scan would find.
+
+``SecretScanner.findings`` asks the 18 detect-secrets plugins only about
+lines where one combined pattern finds something; these tests compare it
+with the full scan (every plugin on every line) on text built to match each
+pattern, embedded among other lines.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lab.export.secrets import EXTRA_SHAPES, KEY_SHAPE_PLUGINS, PRIVATE_KEY_BLOCK, SK_KEY, SecretScanner, _shape_hint
+
+PATTERNS = [p for plugin in KEY_SHAPE_PLUGINS for p in plugin().denylist] + [SK_KEY, *(p for _, p in EXTRA_SHAPES)]
+BREAKS = ["\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028"]
+
+
+def full_scan(scanner: SecretScanner, text: str) -> list[tuple[str, str]]:
+    """Every plugin and shape on every line: the scan without the pre-check."""
+    found = {("Private Key", m.group(0)) for m in PRIVATE_KEY_BLOCK.finditer(text)}
+    for line in text.splitlines() or [text]:
+        found.update(scanner._line_findings(line))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS, ids=lambda p: p.pattern[:40])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_a_text_holding_any_shape_is_scanned_in_full(pattern: re.Pattern[str], data: st.DataObject) -> None:
+    shape = data.draw(st.from_regex(pattern, fullmatch=True), label="shape")
+    before = data.draw(st.text(max_size=20), label="before")
+    after = data.draw(st.text(max_size=20), label="after")
+    glue = data.draw(st.sampled_from(["", " ", *BREAKS]), label="glue")
+    text = before + glue + shape + glue + after
+    scanner = SecretScanner(env={})
+    assert _shape_hint().search(shape) is not None
+    assert scanner.findings(text) == full_scan(scanner, text)
+
+
+@given(st.text(max_size=200))
+@settings(max_examples=200, deadline=None)
+def test_any_text_scans_as_in_full(text: str) -> None:
+    scanner = SecretScanner(env={})
+    assert scanner.findings(text) == full_scan(scanner, text)
