@@ -3,7 +3,8 @@
 httpx's read timeout applies to each read, so a server that sends an SSE
 keep-alive comment every few seconds, or trickles a body a byte at a time,
 never trips it. ``deadline_guard`` ends the transfer at the call's deadline
-whatever the server sends: a timer shuts the connection's socket down
+whatever the server sends: at the deadline, the process's one watchdog thread
+shuts the connection's socket down
 (``response.extensions["network_stream"]``, an httpx extension), which wakes
 the blocked read; the caller then reports a timeout.
 
@@ -14,8 +15,11 @@ answer costs neither memory nor disk.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -49,13 +53,66 @@ def deadline_guard(response: httpx.Response, remaining_s: float) -> Iterator[thr
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass  # already closed: the transfer is over anyway
-    timer = threading.Timer(max(0.0, remaining_s), fire)
-    timer.daemon = True
-    timer.start()
+    entry = _WATCHDOG.schedule(remaining_s, fire)
     try:
         yield fired
     finally:
-        timer.cancel()
+        _WATCHDOG.cancel(entry)
+
+
+class _Watchdog:
+    """Calls each scheduled function once at its time, from one daemon thread per process.
+
+    A guard per model call costs a heap entry, not a thread (``threading.Timer``
+    starts one per call); the thread starts with the first guard.
+    """
+
+    def __init__(self) -> None:
+        self._wake = threading.Condition()
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, delay_s: float, function: Callable[[], None]) -> tuple[float, int, Callable[[], None]]:
+        """Call ``function`` ``delay_s`` seconds from now (at once if <= 0); returns the entry to cancel."""
+        entry = (time.monotonic() + max(0.0, delay_s), next(self._ids), function)
+        with self._wake:
+            heapq.heappush(self._heap, entry)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="lab-deadlines", daemon=True)
+                self._thread.start()
+            elif self._heap[0] is entry:
+                self._wake.notify()  # due before whatever the thread waits for
+        return entry
+
+    def cancel(self, entry: tuple[float, int, Callable[[], None]]) -> None:
+        """Drop ``entry`` if it has not been called yet."""
+        with self._wake:
+            try:
+                self._heap.remove(entry)
+            except ValueError:
+                return  # already called (or being called)
+            heapq.heapify(self._heap)
+
+    def _loop(self) -> None:
+        with self._wake:
+            while True:
+                if not self._heap:
+                    self._wake.wait()
+                    continue
+                wait_s = self._heap[0][0] - time.monotonic()
+                if wait_s > 0:
+                    self._wake.wait(wait_s)
+                    continue
+                function = heapq.heappop(self._heap)[2]
+                self._wake.release()
+                try:
+                    function()
+                finally:
+                    self._wake.acquire()
+
+
+_WATCHDOG = _Watchdog()
 
 
 class _CappedStream(httpx.SyncByteStream):
