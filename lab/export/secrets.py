@@ -140,6 +140,10 @@ class SecretScanner:
 
     def __init__(self, *, env: Mapping[str, str], credential_env: Iterable[str] = ()) -> None:
         self._credentials = sorted(credential_values(env, credential_env).items())
+        # Found in a string wherever a credential value or a key shape is: a string it finds
+        # nothing in is clean (one search), which most strings of a document are.
+        self._suspect = re.compile("|".join([_shape_hint().pattern,
+                                             *(re.escape(value) for _, value in self._credentials)]))
         self._plugins = [plugin() for plugin in KEY_SHAPE_PLUGINS]
 
     def scan(self, document: Any, *, field: str = "") -> list[SecretHit]:
@@ -220,12 +224,20 @@ class SecretScanner:
 
     def _redact(self, value: Any, path: str, hits: list[SecretHit]) -> Any:
         if isinstance(value, str):
+            if self._suspect.search(value) is None:
+                return value
             text, kinds = self.redact_text(value)
             hits.extend(SecretHit(path, kind) for kind in kinds)
             return text
         if isinstance(value, dict):
             out = {}
+            suspect = self._suspect.search
             for index, (key, item) in enumerate(value.items()):
+                if (not isinstance(key, str) or suspect(key) is None) and (
+                        isinstance(item, str) and suspect(item) is None
+                        or not isinstance(item, (str, dict, list, tuple))):
+                    out[key] = item  # clean key and clean scalar: no path to build
+                    continue
                 new_key, key_kinds = self.redact_text(str(key)) if isinstance(key, str) else (key, [])
                 hits.extend(SecretHit(f"{path}{{key {index}}}", kind) for kind in key_kinds)
                 child = f"{path}{{key {index}}}" if key_kinds else _child(path, str(key))
