@@ -57,16 +57,17 @@ def _get_models(base_url: str, key: str, env: Mapping[str, str], timeout_s: floa
     """HTTP status of ``GET <base_url>/models``; raises ProviderError when nothing answers."""
     import httpx
 
-    from lab.providers.client import client_options
+    from lab.providers.client import shared_client
 
     url = f"{base_url}/models"
     try:
-        with httpx.Client(timeout=httpx.Timeout(timeout_s), **client_options(env, url, None)) as client:
-            # Only the status line counts: the body is never read, so a server that
-            # streams or trickles it cannot hold the preflight past its timeout.
-            sent = {**(headers or {}), "Authorization": f"Bearer {key}"}  # the gateway's headers too
-            with client.stream("GET", url, headers=sent) as response:
-                return response.status_code
+        # The runs' pooled client (lab.providers.client): its set-up is paid once per process.
+        client = shared_client(env, url)
+        # Only the status line counts: the body is never read, so a server that
+        # streams or trickles it cannot hold the preflight past its timeout.
+        sent = {**(headers or {}), "Authorization": f"Bearer {key}"}  # the gateway's headers too
+        with client.stream("GET", url, headers=sent, timeout=httpx.Timeout(timeout_s)) as response:
+            return response.status_code
     except httpx.HTTPError as exc:
         reason = str(exc).replace(key, "<redacted>") or type(exc).__name__
         raise ProviderError(f"provider openai: cannot reach {url}: {reason}; check OPENAI_BASE_URL or "
