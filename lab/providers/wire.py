@@ -39,6 +39,7 @@ Source of the format: https://platform.openai.com/docs/api-reference/chat
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,9 @@ from lab.providers.usage import merge_fields, parse_usage, usage_fields, usage_f
 __all__ = ["DONE", "parse_exchange", "parse_usage"]
 
 _EXCERPT_CHARS = 200
+# The last stream parsed in each thread, keyed by its content (status, events, error lines):
+# the provider parses an answer to check it, then the agent loop asks again for the same one.
+_last_stream = threading.local()
 # Fields the lab interprets; every other field is continuation data sent back verbatim.
 # "annotations" and "refusal" are response-only (OpenAI), never part of a request message.
 _MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "reasoning_content", "reasoning",
@@ -69,7 +73,9 @@ def parse_exchange(exchange: Exchange) -> Completion:
     Returns:
         The Completion. For SSE, ``complete`` is False when the stream has
         no non-empty ``finish_reason`` and either no ``[DONE]`` (it was cut
-        off) or no content and no tool call (nothing was answered).
+        off) or no content and no tool call (nothing was answered). The
+        same stream (status, events and error lines equal) parsed again in
+        the same thread gives back the same Completion without parsing.
 
     Raises:
         ProviderError: cause "server", an in-band error object.
@@ -84,15 +90,21 @@ def parse_exchange(exchange: Exchange) -> Completion:
         events = exchange.get("events")
         if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
             raise ProviderResponseInvalid('exchange: field "events": expected a list of strings')
-        assembler = _StreamAssembler()
         errors = exchange.get("errors")
+        key = (exchange.get("status"), tuple(events), tuple(errors) if isinstance(errors, list) else errors)
+        last: tuple[Any, Completion] | None = getattr(_last_stream, "parsed", None)
+        if last is not None and last[0] == key:  # the same stream again: the provider checked it,
+            return last[1]                        # the agent loop reads it (a stream is parsed once)
+        assembler = _StreamAssembler()
         if isinstance(errors, list) and errors:  # "error:" lines of the stream (not data fields)
             assembler.stream_error = "; ".join(_error_message(e) for e in errors)
         for number, data in enumerate(events):
             if assembler.done:
                 break
             assembler.feed(number, data)
-        return assembler.completion()
+        completion = assembler.completion()
+        _last_stream.parsed = (key, completion)
+        return completion
     raise ProviderResponseInvalid(f'exchange: field "type": expected "json" or "sse", got {kind!r}')
 
 
