@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -155,3 +157,10 @@ def test_a_stream_held_open_after_done_is_complete_and_its_connection_dropped(ke
     KeepAlive.hold = None
     assert _provider(keepalive_url, stream=True).send(REQUEST)["status"] == 200
     assert len(set(KeepAlive.peers)) == 2  # the held connection was not reused
+
+
+def test_the_providers_do_not_load_the_httpx_command_line_client() -> None:
+    code = ("import sys, lab.providers.openai_compat, httpx; "
+            "print(sorted(m for m in ('httpx._main', 'click', 'rich', 'pygments') if sys.modules.get(m)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
