@@ -30,6 +30,8 @@ error, 2 replay divergence, 3 incompatible compare, 130 cancelled.
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib
 import sys
 from collections.abc import Sequence
@@ -88,6 +90,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if config_flags.handles(rest):
             return config_flags.config_flags(command, rest)
+    # As dodo.py does for `doit`: the objects left at exit are not walked by a last collection.
+    atexit.unregister(gc.freeze)
+    atexit.register(gc.freeze)
     handler = getattr(importlib.import_module(module_name), function_name)
     if "-h" in rest or "--help" in rest:
         print(command_help(command, handler))
