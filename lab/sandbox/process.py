@@ -6,7 +6,9 @@ gets its own session (so it leads a new process group), and on a timeout or a
 cancellation the *whole group* is signalled (SIGTERM, a brief grace, SIGKILL),
 so grandchildren die with it. Background processes a command leaves behind are
 killed too when the command exits, so nothing outlives the call and no stray
-writer keeps the output pipes open.
+writer keeps the output pipes open. The calling thread itself reads the output
+and feeds stdin while it waits (one ``poll`` on the pipes and the child's
+pidfd): a command costs no extra threads.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,29 +140,94 @@ class _BoundedSink:
         return bytes(self.head + self.tail)
 
 
-def _drain(stream: IO[bytes], sink: _BoundedSink) -> None:
-    try:
-        while chunk := stream.read1(_CHUNK_BYTES):  # type: ignore[attr-defined]
+class _Pipes:
+    """The child's pipes, served from the calling thread (no reader or writer threads).
+
+    ``wait`` blocks in ``poll`` on the pipes and an exit descriptor together:
+    output is read into the sinks and stdin is written as the pipes allow,
+    until the exit descriptor turns readable or the timeout passes.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes], sinks: tuple[_BoundedSink, _BoundedSink],
+                 stdin: bytes | None) -> None:
+        assert proc.stdout is not None and proc.stderr is not None
+        self._poll = select.poll()
+        self._readers: dict[int, tuple[IO[bytes], _BoundedSink]] = {}
+        for stream, sink in ((proc.stdout, sinks[0]), (proc.stderr, sinks[1])):
+            self._readers[stream.fileno()] = (stream, sink)
+            self._poll.register(stream.fileno(), select.POLLIN)
+        self._stdin: IO[bytes] | None = None
+        self._pending = memoryview(stdin or b"")
+        if stdin is not None:
+            assert proc.stdin is not None
+            self._stdin = proc.stdin
+            os.set_blocking(proc.stdin.fileno(), False)
+            self._poll.register(proc.stdin.fileno(), select.POLLOUT)
+            if not stdin:
+                self._close_stdin()
+
+    def wait(self, exit_fd: int | None, timeout_s: float) -> bool:
+        """Serve the pipes until ``exit_fd`` is readable (True) or ``timeout_s`` passes (False).
+
+        With ``exit_fd`` None: until both output pipes reached end of file (True).
+        """
+        deadline = time.monotonic() + timeout_s
+        if exit_fd is not None:
+            self._poll.register(exit_fd, select.POLLIN)
+        try:
+            while exit_fd is not None or self._readers:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                for fd, _ in self._poll.poll(remaining * 1000):
+                    if fd == exit_fd:
+                        return True
+                    self._serve(fd)
+            return True
+        finally:
+            if exit_fd is not None:
+                self._poll.unregister(exit_fd)
+
+    def _serve(self, fd: int) -> None:
+        if self._stdin is not None and fd == self._stdin.fileno():
+            try:
+                written = os.write(fd, self._pending[:_CHUNK_BYTES])
+            except BlockingIOError:
+                return
+            except OSError:  # the child exited or closed stdin early; not an error of ours
+                written = len(self._pending)
+            self._pending = self._pending[written:]
+            if not self._pending:
+                self._close_stdin()
+            return
+        stream, sink = self._readers[fd]
+        try:
+            chunk = os.read(fd, _CHUNK_BYTES)
+        except OSError:
+            chunk = b""  # pipe gone under us: what was read is kept
+        if chunk:
             sink.feed(chunk)
-    except (OSError, ValueError):
-        pass  # pipe closed under us: what was read is kept
-    finally:
+            return
+        self._poll.unregister(fd)
+        del self._readers[fd]
+        stream.close()
+
+    def _close_stdin(self) -> None:
+        assert self._stdin is not None
+        self._poll.unregister(self._stdin.fileno())
         try:
-            stream.close()
+            self._stdin.close()
         except OSError:
             pass
+        self._stdin = None
 
-
-def _feed_stdin(stream: IO[bytes], data: bytes) -> None:
-    try:
-        stream.write(data)
-    except (BrokenPipeError, OSError, ValueError):
-        pass  # the child exited or closed stdin early; not an error of ours
-    finally:
-        try:
+    def close(self) -> None:
+        """Close whatever is still open (after a drain that timed out)."""
+        if self._stdin is not None:
+            self._close_stdin()
+        for stream, _ in self._readers.values():
             stream.close()
-        except OSError:
-            pass
+        self._readers.clear()
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
@@ -170,11 +237,11 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         pass  # the group is already gone
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the whole group, wait briefly for the leader, then SIGKILL it."""
+def _kill_group(proc: subprocess.Popen[bytes], pipes: _Pipes) -> None:
+    """SIGTERM the whole group, wait briefly for the leader (serving its pipes), then SIGKILL it."""
     _signal_group(proc.pid, signal.SIGTERM)
-    with _exit_signal(proc) as exited:
-        exited(_KILL_GRACE_S)
+    with _exit_fd(proc) as exit_fd:
+        pipes.wait(exit_fd, _KILL_GRACE_S)
     # Always: grandchildren may ignore SIGTERM even when the leader obeyed.
     _signal_group(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -201,45 +268,55 @@ def _start(argv: list[str], cwd: Path, env: Mapping[str, str],
         raise ProcessStartError(f"cannot start {argv[0]!r}: {exc}") from exc
 
 
-def _watch(proc: subprocess.Popen[bytes], timeout_ms: int,
-           cancel: threading.Event | None) -> tuple[bool, bool]:
-    """Wait for the leader; returns (timed_out, cancelled).
+def _watch(proc: subprocess.Popen[bytes], timeout_ms: int, cancel: threading.Event | None,
+           pipes: _Pipes) -> tuple[bool, bool]:
+    """Wait for the leader, serving its pipes; returns (timed_out, cancelled).
 
-    A blocking wait on the child's pidfd with the deadline as its timeout:
-    no sleeps, woken by the exit itself (``Popen.wait(timeout=…)`` would poll
-    with sleeps). Without pidfds (not Linux ≥ 5.3) a waiter thread does the
-    blocking ``waitpid`` instead.
+    One blocking ``poll`` on the child's pidfd and its pipes with the deadline
+    as its timeout: no sleeps and no threads, woken by output or by the exit
+    itself (``Popen.wait(timeout=…)`` would poll with sleeps). Without pidfds
+    (not Linux ≥ 5.3) a waiter thread does the blocking ``waitpid`` and wakes
+    the poll through a pipe.
     """
     deadline = time.monotonic() + timeout_ms / 1000
-    with _exit_signal(proc) as exited:
+    with _exit_fd(proc) as exit_fd:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return True, False
             if cancel is not None and cancel.is_set():
                 return False, True
-            if exited(remaining if cancel is None else min(_CANCEL_CHECK_S, remaining)):
+            if pipes.wait(exit_fd, remaining if cancel is None else min(_CANCEL_CHECK_S, remaining)):
                 proc.wait()  # reaps at once: the child has exited
                 return False, False
 
 
 @contextmanager
-def _exit_signal(proc: subprocess.Popen[bytes]) -> Iterator[Callable[[float], bool]]:
-    """A function ``exited(timeout_s) -> bool`` that blocks until the child exits or the timeout."""
+def _exit_fd(proc: subprocess.Popen[bytes]) -> Iterator[int]:
+    """A descriptor that turns readable when the child exits: its pidfd, or else a pipe a
+    waiter thread writes to after ``waitpid``."""
     try:
         pidfd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):  # no pidfd support, or the child is already reaped
-        done = threading.Event()
+        read_end, write_end = os.pipe()
 
         def reap() -> None:
-            proc.wait()
-            done.set()
+            try:
+                proc.wait()
+                os.write(write_end, b"x")
+            except OSError:
+                pass  # nobody waits any more
+            finally:
+                os.close(write_end)
 
         threading.Thread(target=reap, daemon=True).start()
-        yield done.wait
+        try:
+            yield read_end
+        finally:
+            os.close(read_end)
         return
     try:
-        yield lambda timeout_s: bool(select.select([pidfd], [], [], timeout_s)[0])
+        yield pidfd
     finally:
         os.close(pidfd)
 
@@ -254,8 +331,10 @@ def wait_exit(proc: subprocess.Popen[bytes], timeout_s: float | None) -> bool:
     if timeout_s is None:
         proc.wait()
         return True
-    with _exit_signal(proc) as exited:
-        if proc.poll() is not None or exited(max(0.0, timeout_s)):
+    with _exit_fd(proc) as exit_fd:
+        exited = select.poll()
+        exited.register(exit_fd, select.POLLIN)
+        if proc.poll() is not None or exited.poll(max(0.0, timeout_s) * 1000):
             proc.wait()
             return True
     return False
@@ -293,28 +372,20 @@ def run_process(argv: list[str], *, cwd: Path, timeout_ms: int, env: Mapping[str
     started = time.monotonic()
     proc = _start(argv, cwd, env, stdin is not None, pass_fds)
     sinks = (_BoundedSink(max_output_bytes), _BoundedSink(max_output_bytes))
-    assert proc.stdout is not None and proc.stderr is not None
-    threads = [threading.Thread(target=_drain, args=(proc.stdout, sinks[0]), daemon=True),
-               threading.Thread(target=_drain, args=(proc.stderr, sinks[1]), daemon=True)]
-    if stdin is not None:
-        assert proc.stdin is not None
-        threads.append(threading.Thread(target=_feed_stdin, args=(proc.stdin, stdin),
-                                        daemon=True))
-    for thread in threads:
-        thread.start()
+    pipes = _Pipes(proc, sinks, stdin)
     try:
-        timed_out, cancelled = _watch(proc, timeout_ms, cancel)
+        timed_out, cancelled = _watch(proc, timeout_ms, cancel, pipes)
     finally:
         # Also on a normal exit: leftover background processes die with the
         # leader (and stop holding the pipes); on an exception, nothing leaks.
         if proc.poll() is None:
-            _kill_group(proc)
+            _kill_group(proc, pipes)
             killed = True
         else:
             _signal_group(proc.pid, signal.SIGKILL)
             killed = False
-        for thread in threads:
-            thread.join(timeout=_READER_JOIN_S)
+        pipes.wait(None, _READER_JOIN_S)  # what is left in the pipes, up to their end
+        pipes.close()
     duration_ms = int((time.monotonic() - started) * 1000)
     return ProcessResult(
         exit_code=None if killed else proc.returncode,

@@ -108,6 +108,31 @@ def test_stdin_bytes_are_delivered(tmp_path: Path, env: dict[str, str]) -> None:
     assert result.stdout == data[::-1]
 
 
+def test_stdin_and_stdout_flow_at_once(tmp_path: Path, env: dict[str, str]) -> None:
+    # cat writes as it reads: stdin must be fed while stdout is read, from one thread.
+    data = os.urandom(3 * 1024 * 1024)
+    result = run_process(["cat"], cwd=tmp_path, timeout_ms=20_000, env=env,
+                         max_output_bytes=len(data), stdin=data)
+    assert result.exit_code == 0 and not result.timed_out
+    assert result.stdout == data
+
+
+@pytest.mark.parametrize("case", ["output", "timeout"])
+def test_without_pidfds_a_waiter_thread_reports_the_exit(tmp_path: Path, env: dict[str, str], case: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_pidfd(pid: int) -> int:
+        raise OSError("pidfd_open: not supported here")
+
+    monkeypatch.setattr(os, "pidfd_open", no_pidfd)
+    if case == "output":
+        result = run_process(_py("import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"),
+                             cwd=tmp_path, timeout_ms=20_000, env=env, stdin=b"ignored")
+        assert (result.exit_code, result.stdout, result.stderr) == (3, b"out\n", b"err\n")
+    else:
+        result = run_process(_py("import time; time.sleep(30)"), cwd=tmp_path, timeout_ms=300, env=env)
+        assert result.timed_out and result.exit_code is None
+
+
 def test_large_output_on_both_streams_is_bounded_head_and_tail(
         tmp_path: Path, env: dict[str, str]) -> None:
     code = ("import sys\n"
