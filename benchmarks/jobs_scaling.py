@@ -3,7 +3,9 @@
 The stub is an OpenAI-compatible server on 127.0.0.1 that waits 200 ms and
 answers "DONE" without tool calls, so each run is one model call plus its
 verifiers (suite `core`, 5 tasks × k=8 = 40 runs; the verifiers fail, which
-does not matter here). Prints both wall times and the speed-up.
+does not matter here). Prints both wall times and the speed-up. The streamed
+variant with two calls per run, and the lab's CPU per run, is row 4 of
+``benchmarks/table.py``.
 
     .venv/bin/python benchmarks/jobs_scaling.py
 """
@@ -11,6 +13,7 @@ does not matter here). Prints both wall times and the speed-up.
 from __future__ import annotations
 
 import json
+import socket
 import tempfile
 import threading
 import time
@@ -23,6 +26,12 @@ LATENCY_S = 0.2
 
 
 class Stub(BaseHTTPRequestHandler):
+    def setup(self) -> None:
+        super().setup()
+        # http.server writes headers and body apart: without TCP_NODELAY the body waits for the
+        # client's delayed ACK (~40 ms), which no production server adds to a model call.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         self.rfile.read(int(self.headers.get("content-length", "0")))
         time.sleep(LATENCY_S)  # the simulated model latency is the point of this benchmark
