@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 from typing import Any
 
 EXCERPT_CHARS = 60
@@ -65,13 +64,10 @@ def read_number(text: str) -> float | int:
     return int(value) if value.is_integer() else value
 
 
-def may_hold_surrogates(file: Path) -> bool:
-    """Whether the JSON text of ``file`` escapes a surrogate (``\\udXXX``); only then is the
+def may_hold_surrogates(raw: bytes) -> bool:
+    """Whether the JSON text ``raw`` escapes a surrogate (``\\udXXX``); only then is the
     parsed document walked by :func:`surrogate_problems` (UTF-8 itself cannot encode one)."""
-    try:
-        return _SURROGATE_ESCAPE.search(file.read_bytes()) is not None
-    except OSError:
-        return True
+    return _SURROGATE_ESCAPE.search(raw) is not None
 
 
 def surrogate_problems(doc: Any) -> list[Problem]:
