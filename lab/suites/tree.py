@@ -86,15 +86,15 @@ def walk_suite(suite_dir: Path) -> SuiteTree:
             if name in IGNORED_NAMES:
                 continue
             rel = prefix + name
-            try:
-                if item.is_symlink():
-                    kind = LINK
+            try:  # most entries are files: one question each
+                if item.is_file(follow_symlinks=False):
+                    kind = FILE
                 elif item.is_dir(follow_symlinks=False):
                     kind = DIR
                     dirs.add(rel)
                     pending.append((item.path, rel + "/"))
-                elif item.is_file(follow_symlinks=False):
-                    kind = FILE
+                elif item.is_symlink():
+                    kind = LINK
                 else:
                     kind = OTHER
             except OSError:

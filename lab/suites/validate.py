@@ -19,6 +19,7 @@ from lab.suites.text import excerpt, shorten
 
 FAST_FROM = 200
 END = "(?![\\s\\S])"
+_LOCAL_REF = "#/$defs/"
 CONTROL = re.compile("[\x00-\x1f\x7f]")
 Problem = tuple[list[Any], str]
 
@@ -100,7 +101,8 @@ def _fast() -> dict[str, Any]:
 
     def compile_part(name: str, part: dict[str, Any]) -> Any:
         # Its own local $id, and no handlers for remote refs: compiling never leaves the machine.
-        return fastjsonschema.compile({**part, "$id": f"urn:lab:suite:{name}", "$defs": defs},
+        inlined = {k: v for k, v in _inline(part, defs).items() if k != "$defs"}
+        return fastjsonschema.compile({**inlined, "$id": f"urn:lab:suite:{name}"},
                                       handlers={"http": _no_remote, "https": _no_remote})
 
     kinds = {}
@@ -110,6 +112,22 @@ def _fast() -> dict[str, Any]:
             kinds[kind] = compile_part(kind, {"type": "object",
                                               "allOf": [{"$ref": "#/$defs/verifierBase"}, branch["then"]]})
     return {"top": compile_part("top", top), "task": compile_part("task", task_def), "kinds": kinds}
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    """``node`` with every ``{"$ref": "#/$defs/<name>"}`` replaced by that definition (the suite
+    schema is not recursive), so the compiled code calls no function per reference; a reference
+    with sibling keywords becomes ``allOf`` of both, which is how draft 2020-12 reads it."""
+    if isinstance(node, list):
+        return [_inline(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith(_LOCAL_REF):
+        target = _inline(defs[ref[len(_LOCAL_REF):]], defs)
+        rest = _inline({k: v for k, v in node.items() if k != "$ref"}, defs)
+        return {"allOf": [target, rest]} if rest else target
+    return {k: v if k in ("const", "enum") else _inline(v, defs) for k, v in node.items()}
 
 
 def _no_remote(uri: str) -> Any:
