@@ -3,8 +3,8 @@
 A suite is a directory holding ``suite.json`` and one fixture directory per
 task. Loading validates the file against ``lab/schemas/suite.schema.json``
 and applies semantic checks (semver, unique ids, safe paths, links, regexes,
-tool names). Schema and semantic problems are collected together and
-reported at once, each line as
+tool names, the tasks' scripted-provider scripts). Schema and semantic
+problems are collected together and reported at once, each line as
 ``suite <id>: task <task-id>: <field path>: <what is wrong>``; nothing but a
 :class:`~lab.errors.SuiteError` escapes for a malformed suite.
 
@@ -27,7 +27,8 @@ from typing import Any
 
 from lab.errors import SuiteError
 from lab.suites.paths import IGNORED_NAMES, fixture_problem, link_problems, suite_digest, unsafe_path
-from lab.suites.text import excerpt, may_hold_surrogates, name_in_line, read_number, surrogate_problems
+from lab.suites.scripts import script_problems
+from lab.suites.text import decode_text, excerpt, may_hold_surrogates, name_in_line, read_number, surrogate_problems
 from lab.suites.tree import SpecialFileError, SuiteTree, read_regular, walk_suite
 
 __all__ = ["IGNORED_NAMES", "TOOL_NAMES", "Suite", "Task", "field_path", "load_suite",
@@ -93,7 +94,8 @@ def load_suite(path: Path) -> Suite:
 
     ``suite.json`` must be a regular file (not a link, FIFO or device). The
     suite directory is listed once (:func:`~lab.suites.tree.walk_suite`); that
-    listing serves the fixture, link and special-file checks and the digest.
+    listing serves the fixture, link, special-file and script checks and the
+    digest. Linear in the size of the suite.
 
     Raises:
         SuiteError: with every problem found (schema and semantic), before
@@ -113,6 +115,7 @@ def load_suite(path: Path) -> Suite:
             lambda rel: unsafe_path(rel) or (None if tree.has_plain_dir(rel) else fixture_problem(suite_dir, rel)))
         problems = [f"{_where(doc, label, parts)}: {msg}" for parts, msg in _collect(doc, fixture_check, escapes_surrogate)]
         problems += [f"{label}: {line}" for line in _file_problems(doc, tree, fixture_check)]
+        problems += [f"{label}: {line}" for line in _script_lines(doc, tree)]
         problems = list(dict.fromkeys(problems))  # if/then branches can repeat a message
         if problems:
             raise SuiteError([f"{file}: {len(problems)} problem(s)"] + problems)
@@ -153,10 +156,7 @@ def _read(file: Path, label: str) -> tuple[Any, bool]:
                               f"in the suite directory, not a link"]) from None
         raise SuiteError([f"{label}: {file}: cannot be read: {exc.strerror}"]) from None
     try:
-        text = raw.decode("utf-8")
-        if "\r" in text:  # as text mode reads it: universal newlines
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        doc = json.loads(text, parse_float=read_number, parse_constant=no_constant)
+        doc = json.loads(decode_text(raw), parse_float=read_number, parse_constant=no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise SuiteError([f"{label}: {file}: not readable JSON: {exc}"]) from None
     return doc, may_hold_surrogates(raw)
@@ -313,6 +313,17 @@ def _verifier_problems(verifier: dict[str, Any]) -> list[Problem]:
                 problems.append(([key], f"not used by rule {rule!r} (it reads "
                                         f"{', '.join(sorted(RULE_KEYS[rule]))})"))
     return problems
+
+
+def _script_lines(doc: Any, tree: SuiteTree) -> list[str]:
+    """Problems of the scripted provider's files of the suite's tasks, each under its task."""
+    raw_tasks = doc.get("tasks") if isinstance(doc, dict) else None
+    first_index: dict[str, int] = {}
+    for i, task in enumerate(raw_tasks if isinstance(raw_tasks, list) else []):
+        task_id = task.get("id") if isinstance(task, dict) else None
+        if isinstance(task_id, str):
+            first_index.setdefault(task_id, i)
+    return [f"{_task_label(doc, first_index[task_id])}: {line}" for task_id, line in script_problems(tree, first_index)]
 
 
 def _file_problems(doc: Any, tree: SuiteTree, fixture_check: FixtureCheck) -> list[str]:

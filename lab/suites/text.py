@@ -47,9 +47,26 @@ def shorten(message: str, value: Any) -> str:
     quoted = repr(value)
     if len(quoted) > EXCERPT_CHARS and quoted in message:
         message = message.replace(quoted, excerpt(value))
-    if len(message) > LINE_CHARS:
-        message = f"{message[:LINE_CHARS]}… ({len(message):,} chars)"
-    return message
+    return cut_line(message)
+
+
+def cut_line(line: str) -> str:
+    """``line`` cut to ``LINE_CHARS`` characters with its full length, when longer."""
+    if len(line) > LINE_CHARS:
+        return f"{line[:LINE_CHARS]}… ({len(line):,} chars)"
+    return line
+
+
+def decode_text(raw: bytes) -> str:
+    """UTF-8 ``raw`` as Python's text mode reads a file: ``\\r\\n`` and ``\\r`` become ``\\n``.
+
+    Raises:
+        UnicodeDecodeError: ``raw`` is not UTF-8.
+    """
+    text = raw.decode("utf-8")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
 def read_number(text: str) -> float | int:
