@@ -115,7 +115,7 @@ def load_suite(path: Path) -> Suite:
             lambda rel: unsafe_path(rel) or (None if tree.has_plain_dir(rel) else fixture_problem(suite_dir, rel)))
         problems = [f"{_where(doc, label, parts)}: {msg}" for parts, msg in _collect(doc, fixture_check, escapes_surrogate)]
         problems += [f"{label}: {line}" for line in _file_problems(doc, tree, fixture_check)]
-        problems += [f"{label}: {line}" for line in _script_lines(doc, tree)]
+        problems += [f"{label}: {line}" for line in _script_file_problems(doc, tree)]
         problems = list(dict.fromkeys(problems))  # if/then branches can repeat a message
         if problems:
             raise SuiteError([f"{file}: {len(problems)} problem(s)"] + problems)
@@ -315,7 +315,7 @@ def _verifier_problems(verifier: dict[str, Any]) -> list[Problem]:
     return problems
 
 
-def _script_lines(doc: Any, tree: SuiteTree) -> list[str]:
+def _script_file_problems(doc: Any, tree: SuiteTree) -> list[str]:
     """Problems of the scripted provider's files of the suite's tasks, each under its task."""
     raw_tasks = doc.get("tasks") if isinstance(doc, dict) else None
     first_index: dict[str, int] = {}
