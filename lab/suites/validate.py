@@ -30,7 +30,7 @@ def schema_problems(doc: Any, *, fast_from: int = FAST_FROM) -> list[Problem]:
     if not isinstance(tasks, list) or _size(tasks) < fast_from:
         return _problems(_validator("suite"), doc, [])
     fast = _fast()
-    rejected = [i for i, task in enumerate(tasks) if not _task_passes(fast, task)]
+    rejected = _rejected(fast, tasks)
     if not rejected and _passes(fast["top"], doc):
         return []
     # The top level without its tasks (their minItems error dropped: there are tasks), then each rejected task.
@@ -40,13 +40,22 @@ def schema_problems(doc: Any, *, fast_from: int = FAST_FROM) -> list[Problem]:
     return problems
 
 
-def _task_passes(fast: dict[str, Any], task: Any) -> bool:
-    if not _passes(fast["task"], task):
-        return False
-    kinds = fast["kinds"]
-    return all(isinstance(v, dict) and isinstance(v.get("kind"), str) and v["kind"] in kinds
-               and _passes(kinds[v["kind"]], v)
-               for v in task["verifiers"])
+def _rejected(fast: dict[str, Any], tasks: list[Any]) -> list[int]:
+    """Indices of the tasks the compiled validators reject: the task itself, or one of its
+    verifiers checked against its own kind's validator."""
+    from fastjsonschema import JsonSchemaException
+
+    check_task, kinds = fast["task"], fast["kinds"]
+    rejected = []
+    for i, task in enumerate(tasks):
+        try:
+            check_task(task)  # a list of at least one verifier, each unchecked
+            for verifier in task["verifiers"]:
+                kinds[verifier["kind"]](verifier)
+        except (JsonSchemaException, KeyError, TypeError):
+            # KeyError, TypeError: a verifier that is no object, or has no known kind; jsonschema says which
+            rejected.append(i)
+    return rejected
 
 
 def _size(tasks: list[Any]) -> int:
