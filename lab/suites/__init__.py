@@ -7,7 +7,12 @@ or escaping symlinks) and computes the content digest; ``source`` resolves
 ``suite=``/``suite_dir=``/``suite.path=`` to a loaded suite (bundled or
 third-party); ``stress`` generates seeded ``chain-walk-rules`` instances;
 ``validate`` checks the JSON Schema in linear time; ``text`` decides text and
-numbers at load time (excerpts, lone surrogates, integral floats).
+numbers at load time (excerpts, lone surrogates, integral floats); ``tree``
+lists the suite directory once for every file check and the digest, and reads
+files only when they are regular files; ``scripts`` checks the tasks'
+scripted-provider scripts at load time.
 
-May import: the bottom modules only (errors, paths, schemas).
+May import: the bottom modules (errors, paths, schemas), and
+``lab.providers.scripted`` (``scripts``: a script is judged by the provider's
+own validation).
 """

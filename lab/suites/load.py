@@ -3,8 +3,8 @@
 A suite is a directory holding ``suite.json`` and one fixture directory per
 task. Loading validates the file against ``lab/schemas/suite.schema.json``
 and applies semantic checks (semver, unique ids, safe paths, links, regexes,
-tool names). Schema and semantic problems are collected together and
-reported at once, each line as
+tool names, the tasks' scripted-provider scripts). Schema and semantic
+problems are collected together and reported at once, each line as
 ``suite <id>: task <task-id>: <field path>: <what is wrong>``; nothing but a
 :class:`~lab.errors.SuiteError` escapes for a malformed suite.
 
@@ -13,17 +13,23 @@ The format is documented for users in ``docs/suite-format.md``.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
+import gc
 import json
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lab.errors import SuiteError
 from lab.suites.paths import IGNORED_NAMES, fixture_problem, link_problems, suite_digest, unsafe_path
-from lab.suites.text import excerpt, may_hold_surrogates, name_in_line, read_number, surrogate_problems
+from lab.suites.scripts import script_problems
+from lab.suites.text import decode_text, excerpt, may_hold_surrogates, name_in_line, read_number, surrogate_problems
+from lab.suites.tree import SpecialFileError, SuiteTree, read_regular, walk_suite
 
 __all__ = ["IGNORED_NAMES", "TOOL_NAMES", "Suite", "Task", "field_path", "load_suite",
            "suite_digest", "unsafe_path"]
@@ -86,6 +92,11 @@ class Suite:
 def load_suite(path: Path) -> Suite:
     """Load and validate the suite in directory ``path`` (or its suite.json).
 
+    ``suite.json`` must be a regular file (not a link, FIFO or device). The
+    suite directory is listed once (:func:`~lab.suites.tree.walk_suite`); that
+    listing serves the fixture, link, special-file and script checks and the
+    digest. Linear in the size of the suite.
+
     Raises:
         SuiteError: with every problem found (schema and semantic), before
             anything runs. ``problems[0]`` names the file and the count.
@@ -93,33 +104,62 @@ def load_suite(path: Path) -> Suite:
     suite_dir = path.parent if path.name == "suite.json" else path
     suite_dir = suite_dir.absolute()
     file = suite_dir / "suite.json"
-    doc = _read(file, f"suite {suite_dir.name}")
-    label = f"suite {name_in_line(doc['suiteId'])}" if isinstance(doc, dict) and isinstance(doc.get("suiteId"), str) \
-        else f"suite {name_in_line(suite_dir.name)}"
-    # One check per distinct fixture path, shared by the task and file checks (linear in tasks).
-    fixture_check: FixtureCheck = functools.cache(lambda rel: unsafe_path(rel) or fixture_problem(suite_dir, rel))
-    problems = [f"{_where(doc, label, parts)}: {msg}" for parts, msg in _collect(doc, fixture_check, may_hold_surrogates(file))]
-    problems += [f"{label}: {line}" for line in _file_problems(doc, suite_dir, fixture_check)]
-    problems = list(dict.fromkeys(problems))  # if/then branches can repeat a message
-    if problems:
-        raise SuiteError([f"{file}: {len(problems)} problem(s)"] + problems)
-    tasks = tuple(_task(t, suite_dir) for t in doc["tasks"])
-    return Suite(id=doc["suiteId"], version=doc["suiteVersion"], description=doc["description"],
-                 path=suite_dir, tasks=tasks, digest=suite_digest(suite_dir))
+    with _collector_paused():
+        doc, escapes_surrogate = _read(file, f"suite {suite_dir.name}")
+        label = f"suite {name_in_line(doc['suiteId'])}" if isinstance(doc, dict) and isinstance(doc.get("suiteId"), str) \
+            else f"suite {name_in_line(suite_dir.name)}"
+        tree = walk_suite(suite_dir)
+        # One check per distinct fixture path, shared by the task and file checks (linear in tasks);
+        # a directory the listing reached without a link needs no further system call.
+        fixture_check: FixtureCheck = functools.cache(
+            lambda rel: unsafe_path(rel) or (None if tree.has_plain_dir(rel) else fixture_problem(suite_dir, rel)))
+        problems = [f"{_where(doc, label, parts)}: {msg}" for parts, msg in _collect(doc, fixture_check, escapes_surrogate)]
+        problems += [f"{label}: {line}" for line in _file_problems(doc, tree, fixture_check)]
+        problems += [f"{label}: {line}" for line in _script_file_problems(doc, tree)]
+        problems = list(dict.fromkeys(problems))  # if/then branches can repeat a message
+        if problems:
+            raise SuiteError([f"{file}: {len(problems)} problem(s)"] + problems)
+        tasks = tuple(_task(t, suite_dir) for t in doc["tasks"])
+        return Suite(id=doc["suiteId"], version=doc["suiteVersion"], description=doc["description"],
+                     path=suite_dir, tasks=tasks, digest=suite_digest(suite_dir, tree))
 
 
-def _read(file: Path, label: str) -> Any:
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a suite loads: every object the loader builds
+    (the parsed document, the listing) lives on, so collections during the load find nothing
+    and, on a large suite, cost about as much as the parse itself."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read(file: Path, label: str) -> tuple[Any, bool]:
+    """The parsed suite.json, and whether its text escapes a surrogate (see :func:`may_hold_surrogates`)."""
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not valid JSON")
 
     try:
-        return json.loads(file.read_text(encoding="utf-8"), parse_float=read_number, parse_constant=no_constant)
+        raw = read_regular(file)
     except FileNotFoundError:
         raise SuiteError([f"{label}: {file}: no suite.json in this directory"]) from None
+    except SpecialFileError:
+        raise SuiteError([f"{label}: {file}: not a regular file (FIFO, socket or device); "
+                          f"suite.json must be a regular file"]) from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP and os.path.islink(file):
+            raise SuiteError([f"{label}: {file}: is a symbolic link; suite.json must be a regular file "
+                              f"in the suite directory, not a link"]) from None
         raise SuiteError([f"{label}: {file}: cannot be read: {exc.strerror}"]) from None
+    try:
+        doc = json.loads(decode_text(raw), parse_float=read_number, parse_constant=no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise SuiteError([f"{label}: {file}: not readable JSON: {exc}"]) from None
+    return doc, may_hold_surrogates(raw)
 
 
 def _task(doc: dict[str, Any], suite_dir: Path) -> Task:
@@ -275,19 +315,28 @@ def _verifier_problems(verifier: dict[str, Any]) -> list[Problem]:
     return problems
 
 
-def _file_problems(doc: Any, suite_dir: Path, fixture_check: FixtureCheck) -> list[str]:
+def _script_file_problems(doc: Any, tree: SuiteTree) -> list[str]:
+    """Problems of the scripted provider's files of the suite's tasks, each under its task."""
+    raw_tasks = doc.get("tasks") if isinstance(doc, dict) else None
+    first_index: dict[str, int] = {}
+    for i, task in enumerate(raw_tasks if isinstance(raw_tasks, list) else []):
+        task_id = task.get("id") if isinstance(task, dict) else None
+        if isinstance(task_id, str):
+            first_index.setdefault(task_id, i)
+    return [f"{_task_label(doc, first_index[task_id])}: {line}" for task_id, line in script_problems(tree, first_index)]
+
+
+def _file_problems(doc: Any, tree: SuiteTree, fixture_check: FixtureCheck) -> list[str]:
     """Links and special files, attributed to the first task using the fixture they break."""
     raw_tasks = doc.get("tasks") if isinstance(doc, dict) else None
     tasks: list[Any] = raw_tasks if isinstance(raw_tasks, list) else []
     users: dict[str, int] = {}
-    fixtures: dict[str, Path] = {}
     for i, task in enumerate(tasks):
         fixture = task.get("fixture") if isinstance(task, dict) else None
         if isinstance(fixture, str) and fixture and fixture not in users and not fixture_check(fixture):
             users[fixture] = i
-            fixtures[fixture] = (suite_dir / fixture).resolve()
     lines = []
-    for owner, message in link_problems(suite_dir, fixtures):
+    for owner, message in link_problems(tree, users):
         if owner is None:
             lines.append(message)
         else:

@@ -14,15 +14,16 @@ import hashlib
 import os
 import re
 import stat
+from collections.abc import Collection
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from lab.errors import SuiteError
 from lab.suites.text import excerpt
+from lab.suites.tree import DIR, FILE, IGNORED_NAMES, LINK, OTHER, SpecialFileError, SuiteTree, read_regular, walk_suite
+
+__all__ = ["IGNORED_NAMES", "SUITE_CASSETTES", "fixture_problem", "link_problems", "suite_digest", "unsafe_path"]
 
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9._-]+(?:/[A-Za-z0-9._-]+)*/?")
-IGNORED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".git", ".DS_Store"})
-"""Names skipped (at any depth) by the digest and the file checks."""
-
 
 SUITE_CASSETTES = "cassettes"
 """The directory inside a suite outside the checkout that holds its cassettes."""
@@ -90,13 +91,13 @@ def fixture_problem(suite_dir: Path, rel: str) -> str | None:
     return None
 
 
-def link_problems(suite_dir: Path, fixtures: dict[str, Path]) -> list[tuple[str | None, str]]:
+def link_problems(tree: SuiteTree, fixtures: Collection[str]) -> list[tuple[str | None, str]]:
     """Symbolic links and special files in the suite that make it unsafe.
 
     Args:
-        suite_dir: the suite directory.
-        fixtures: fixture path as written in suite.json → resolved directory,
-            for every fixture that passed :func:`fixture_problem`.
+        tree: the suite directory as :func:`~lab.suites.tree.walk_suite` listed it.
+        fixtures: every fixture path, as written in suite.json, that passed
+            :func:`fixture_problem`.
 
     Returns:
         ``(fixture, message)`` pairs sorted by the offending entry's path;
@@ -105,26 +106,24 @@ def link_problems(suite_dir: Path, fixtures: dict[str, Path]) -> list[tuple[str 
         suite; a link inside a fixture must also be relative and resolve
         inside that fixture (and every fixture enclosing it). FIFOs, sockets
         and devices are refused: they can be neither copied nor hashed.
+        Plain files and directories cost nothing here: only links and
+        special entries are looked at (and only then are the fixtures resolved).
     """
+    suspects = [entry for entry in tree.entries if entry.kind in (LINK, OTHER)]
+    if not suspects:
+        return []
+    suite_dir = tree.root
     root = suite_dir.resolve()
     by_target: dict[Path, list[str]] = {}
-    for fixture_rel, target in fixtures.items():
-        by_target.setdefault(target, []).append(fixture_rel)
+    for fixture_rel in fixtures:
+        by_target.setdefault((suite_dir / fixture_rel).resolve(), []).append(fixture_rel)
     found: list[tuple[str, str | None, str]] = []
-    for entry in _entries(suite_dir):
-        rel = entry.relative_to(suite_dir).as_posix()
-        owner, problem = _entry_problem(entry, rel, root, _owning_fixtures(entry, by_target))
+    for entry in suspects:
+        path = Path(entry.path)
+        owner, problem = _entry_problem(path, entry.rel, root, _owning_fixtures(path, by_target))
         if problem:
-            found.append((rel, owner, problem))
+            found.append((entry.rel, owner, problem))
     return [(owner, message) for _, owner, message in sorted(found, key=lambda f: f[0])]
-
-
-def _entries(suite_dir: Path) -> list[Path]:
-    out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(suite_dir):
-        dirnames[:] = sorted(d for d in dirnames if d not in IGNORED_NAMES)
-        out += [Path(dirpath) / n for n in dirnames + filenames if n not in IGNORED_NAMES]
-    return out
 
 
 def _owning_fixtures(entry: Path, by_target: dict[Path, list[str]]) -> list[tuple[str, Path]]:
@@ -164,7 +163,7 @@ def _entry_problem(entry: Path, rel: str, root: Path,
     return None, None
 
 
-def suite_digest(suite_dir: Path) -> str:
+def suite_digest(suite_dir: Path, tree: SuiteTree | None = None) -> str:
     """sha256 hex over every file of the suite: sorted relative path and bytes.
 
     Covers suite.json, every fixture file and every other file in the suite
@@ -175,27 +174,37 @@ def suite_digest(suite_dir: Path) -> str:
     Symlinks contribute their target text, not the file they point to.
     Each entry is ``<posix path> NUL sha256(bytes)``, in sorted path order.
 
+    Args:
+        suite_dir: the suite directory.
+        tree: its listing when the caller has one (:func:`~lab.suites.tree.walk_suite`);
+            listed here otherwise.
+
     Raises:
         SuiteError: a file cannot be read, or is not a regular file or link.
     """
+    tree = walk_suite(suite_dir) if tree is None else tree
     digest = hashlib.sha256()
-    entries = [p for p in _entries(suite_dir)
-               if not p.name.endswith(".pyc") and p.relative_to(suite_dir).parts[0] != SUITE_CASSETTES]
-    files = []
-    for p in entries:
-        try:
-            mode = p.lstat().st_mode
-        except OSError as exc:
-            raise SuiteError([f"suite {suite_dir.name}: {p}: cannot be read: {exc.strerror}"]) from None
-        if stat.S_ISDIR(mode):
+    files: list[tuple[str, str, bool]] = []
+    for rel, path, kind in sorted(tree.entries):
+        if kind == DIR or rel.endswith(".pyc") or rel.partition("/")[0] == SUITE_CASSETTES:
             continue
-        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-            raise SuiteError([f"suite {suite_dir.name}: {p}: not a regular file"])
-        files.append((p.relative_to(suite_dir).as_posix(), p, stat.S_ISLNK(mode)))
-    for rel, p, is_link in sorted(files):
+        if kind == OTHER:  # the listing could not tell: ask lstat, as for any entry before
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError as exc:
+                raise SuiteError([f"suite {suite_dir.name}: {path}: cannot be read: {exc.strerror}"]) from None
+            if stat.S_ISDIR(mode):
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                raise SuiteError([f"suite {suite_dir.name}: {path}: not a regular file"])
+            kind = LINK if stat.S_ISLNK(mode) else FILE
+        files.append((rel, path, kind == LINK))
+    for rel, path, is_link in files:
         try:
-            data = ("symlink:" + os.readlink(p)).encode("utf-8", "surrogateescape") if is_link \
-                else p.read_bytes()
+            data = ("symlink:" + os.readlink(path)).encode("utf-8", "surrogateescape") if is_link \
+                else read_regular(path)
+        except SpecialFileError:
+            raise SuiteError([f"suite {suite_dir.name}: {path}: not a regular file"]) from None
         except OSError as exc:
             raise SuiteError([f"suite {suite_dir.name}: {rel}: cannot be read: {exc.strerror}"]) from None
         digest.update(rel.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(data).digest())

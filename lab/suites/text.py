@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import re
-from pathlib import Path
 from typing import Any
 
 EXCERPT_CHARS = 60
@@ -48,9 +47,26 @@ def shorten(message: str, value: Any) -> str:
     quoted = repr(value)
     if len(quoted) > EXCERPT_CHARS and quoted in message:
         message = message.replace(quoted, excerpt(value))
-    if len(message) > LINE_CHARS:
-        message = f"{message[:LINE_CHARS]}… ({len(message):,} chars)"
-    return message
+    return cut_line(message)
+
+
+def cut_line(line: str) -> str:
+    """``line`` cut to ``LINE_CHARS`` characters with its full length, when longer."""
+    if len(line) > LINE_CHARS:
+        return f"{line[:LINE_CHARS]}… ({len(line):,} chars)"
+    return line
+
+
+def decode_text(raw: bytes) -> str:
+    """UTF-8 ``raw`` as Python's text mode reads a file: ``\\r\\n`` and ``\\r`` become ``\\n``.
+
+    Raises:
+        UnicodeDecodeError: ``raw`` is not UTF-8.
+    """
+    text = raw.decode("utf-8")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
 def read_number(text: str) -> float | int:
@@ -65,13 +81,10 @@ def read_number(text: str) -> float | int:
     return int(value) if value.is_integer() else value
 
 
-def may_hold_surrogates(file: Path) -> bool:
-    """Whether the JSON text of ``file`` escapes a surrogate (``\\udXXX``); only then is the
+def may_hold_surrogates(raw: bytes) -> bool:
+    """Whether the JSON text ``raw`` escapes a surrogate (``\\udXXX``); only then is the
     parsed document walked by :func:`surrogate_problems` (UTF-8 itself cannot encode one)."""
-    try:
-        return _SURROGATE_ESCAPE.search(file.read_bytes()) is not None
-    except OSError:
-        return True
+    return _SURROGATE_ESCAPE.search(raw) is not None
 
 
 def surrogate_problems(doc: Any) -> list[Problem]:

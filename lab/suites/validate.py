@@ -19,6 +19,7 @@ from lab.suites.text import excerpt, shorten
 
 FAST_FROM = 200
 END = "(?![\\s\\S])"
+_LOCAL_REF = "#/$defs/"
 CONTROL = re.compile("[\x00-\x1f\x7f]")
 Problem = tuple[list[Any], str]
 
@@ -29,7 +30,7 @@ def schema_problems(doc: Any, *, fast_from: int = FAST_FROM) -> list[Problem]:
     if not isinstance(tasks, list) or _size(tasks) < fast_from:
         return _problems(_validator("suite"), doc, [])
     fast = _fast()
-    rejected = [i for i, task in enumerate(tasks) if not _task_passes(fast, task)]
+    rejected = _rejected(fast, tasks)
     if not rejected and _passes(fast["top"], doc):
         return []
     # The top level without its tasks (their minItems error dropped: there are tasks), then each rejected task.
@@ -39,13 +40,22 @@ def schema_problems(doc: Any, *, fast_from: int = FAST_FROM) -> list[Problem]:
     return problems
 
 
-def _task_passes(fast: dict[str, Any], task: Any) -> bool:
-    if not _passes(fast["task"], task):
-        return False
-    kinds = fast["kinds"]
-    return all(isinstance(v, dict) and isinstance(v.get("kind"), str) and v["kind"] in kinds
-               and _passes(kinds[v["kind"]], v)
-               for v in task["verifiers"])
+def _rejected(fast: dict[str, Any], tasks: list[Any]) -> list[int]:
+    """Indices of the tasks the compiled validators reject: the task itself, or one of its
+    verifiers checked against its own kind's validator."""
+    from fastjsonschema import JsonSchemaException
+
+    check_task, kinds = fast["task"], fast["kinds"]
+    rejected = []
+    for i, task in enumerate(tasks):
+        try:
+            check_task(task)  # a list of at least one verifier, each unchecked
+            for verifier in task["verifiers"]:
+                kinds[verifier["kind"]](verifier)
+        except (JsonSchemaException, KeyError, TypeError):
+            # KeyError, TypeError: a verifier that is no object, or has no known kind; jsonschema says which
+            rejected.append(i)
+    return rejected
 
 
 def _size(tasks: list[Any]) -> int:
@@ -100,7 +110,8 @@ def _fast() -> dict[str, Any]:
 
     def compile_part(name: str, part: dict[str, Any]) -> Any:
         # Its own local $id, and no handlers for remote refs: compiling never leaves the machine.
-        return fastjsonschema.compile({**part, "$id": f"urn:lab:suite:{name}", "$defs": defs},
+        inlined = {k: v for k, v in _inline(part, defs).items() if k != "$defs"}
+        return fastjsonschema.compile({**inlined, "$id": f"urn:lab:suite:{name}"},
                                       handlers={"http": _no_remote, "https": _no_remote})
 
     kinds = {}
@@ -110,6 +121,22 @@ def _fast() -> dict[str, Any]:
             kinds[kind] = compile_part(kind, {"type": "object",
                                               "allOf": [{"$ref": "#/$defs/verifierBase"}, branch["then"]]})
     return {"top": compile_part("top", top), "task": compile_part("task", task_def), "kinds": kinds}
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    """``node`` with every ``{"$ref": "#/$defs/<name>"}`` replaced by that definition (the suite
+    schema is not recursive), so the compiled code calls no function per reference; a reference
+    with sibling keywords becomes ``allOf`` of both, which is how draft 2020-12 reads it."""
+    if isinstance(node, list):
+        return [_inline(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith(_LOCAL_REF):
+        target = _inline(defs[ref[len(_LOCAL_REF):]], defs)
+        rest = _inline({k: v for k, v in node.items() if k != "$ref"}, defs)
+        return {"allOf": [target, rest]} if rest else target
+    return {k: v if k in ("const", "enum") else _inline(v, defs) for k, v in node.items()}
 
 
 def _no_remote(uri: str) -> Any:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +58,49 @@ def test_link_outside_any_fixture_names_the_file(tmp_path: Path) -> None:
     assert problems(suite) == [f"suite demo: scripts/t1.json: {ESCAPES}"]
 
 
-def test_suite_json_linked_from_outside_is_rejected(tmp_path: Path) -> None:
+def refused(suite_dir: Path) -> list[str]:
+    """The problems of a suite refused before its suite.json is parsed (a single line)."""
+    with pytest.raises(SuiteError) as info:
+        load_suite(suite_dir)
+    return info.value.problems
+
+
+def test_suite_json_linked_from_outside_is_refused_unread(tmp_path: Path) -> None:
     make(tmp_path / "suite")
     real = tmp_path / "real.json"
     (tmp_path / "suite" / "suite.json").rename(real)
     (tmp_path / "suite" / "suite.json").symlink_to(real)
-    assert problems(tmp_path / "suite") == [f"suite demo: suite.json: {ESCAPES}"]
+    assert refused(tmp_path / "suite") == [
+        f"suite suite: {tmp_path / 'suite' / 'suite.json'}: is a symbolic link; suite.json must be a regular file "
+        "in the suite directory, not a link"]
+
+
+def test_suite_json_linked_inside_the_suite_is_refused_too(tmp_path: Path) -> None:
+    suite = make(tmp_path / "suite")
+    (suite / "suite.json").rename(suite / "real.json")
+    (suite / "suite.json").symlink_to("real.json")
+    assert refused(suite) == [f"suite suite: {suite / 'suite.json'}: is a symbolic link; suite.json must be a "
+                              "regular file in the suite directory, not a link"]
+
+
+def test_suite_json_that_is_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    suite = make(tmp_path / "suite")
+    (suite / "suite.json").unlink()
+    os.mkfifo(suite / "suite.json")
+    # In a child process: a reader that waited for a writer would never return.
+    code = ("import sys; from pathlib import Path; from lab.errors import SuiteError; "
+            "from lab.suites.load import load_suite\n"
+            "try:\n    load_suite(Path(sys.argv[1]))\nexcept SuiteError as e:\n    print(e)")
+    done = subprocess.run([sys.executable, "-c", code, str(suite)], capture_output=True, text=True, timeout=120)
+    assert done.stdout == (f"suite suite: {suite / 'suite.json'}: not a regular file (FIFO, socket or device); "
+                           "suite.json must be a regular file\n"), done.stderr
+
+
+def test_suite_json_that_is_a_directory_cannot_be_read(tmp_path: Path) -> None:
+    suite = make(tmp_path / "suite")
+    (suite / "suite.json").unlink()
+    (suite / "suite.json").mkdir()
+    assert refused(suite) == [f"suite suite: {suite / 'suite.json'}: cannot be read: Is a directory"]
 
 
 def test_link_into_a_sibling_fixture_escapes_the_task_copy(tmp_path: Path) -> None:
