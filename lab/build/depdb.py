@@ -86,6 +86,7 @@ class LabSqliteDB(SqliteDB):  # type: ignore[misc]
     """doit's sqlite3 backend that rebuilds a corrupted file and never fails at save time."""
 
     desc = "sqlite3, rebuilt when corrupted (the run records carry their inputs)"
+    _dirty: set[str]  # doit's: the tasks whose saved state changed
 
     def __init__(self, name: str, codec: Any, *, module_name: str | None = None) -> None:
         path = Path(name)
@@ -103,6 +104,10 @@ class LabSqliteDB(SqliteDB):  # type: ignore[misc]
             self._set_aside(path, reason)
             super().__init__(name, codec, module_name=module_name)
 
+    def _unchanged(self, task_id: str) -> bool:
+        row = self._conn.execute("select task_data from doit where task_id=?", (task_id,)).fetchone()
+        return row is not None and row["task_data"] == self.codec.decode(self.codec.encode(self._cache[task_id]))
+
     @staticmethod
     def _set_aside(path: Path, reason: str) -> None:
         aside = path.with_name(path.name + ".corrupt")
@@ -118,6 +123,9 @@ class LabSqliteDB(SqliteDB):  # type: ignore[misc]
 
     def dump(self) -> None:
         try:
+            # A row saved again with what it already holds (the summary task of an up-to-date eval
+            # executes every time) is not written: a no-op command commits nothing (no fsync).
+            self._dirty = {task_id for task_id in self._dirty if not self._unchanged(task_id)}
             super().dump()
         except (sqlite3.Error, OSError) as exc:
             if DISK_FAULT_REPORTED:

@@ -122,13 +122,23 @@ def run_id(suite_id: str, store_key: str, k: int, seed: int, tasks: list[str] | 
 
 @cache
 def harness_digest() -> str:
-    """sha256 hex over the lab sources that act on a run (sorted path + bytes)."""
+    """sha256 hex over the lab sources that act on a run (sorted path + bytes).
+
+    Each file's own sha256 comes from the data dir's digest cache
+    (:func:`lab.stamps.shared_digests`): read once per version of the file.
+    """
+    from lab.stamps import shared_digests, walk_files
+
+    digests = shared_digests()
     digest = hashlib.sha256()
     files: list[Path] = []
     for name in HARNESS_SOURCES:
         p = LAB_DIR / name
-        files += sorted(p.rglob("*.py")) if p.is_dir() else [p]
+        files += list(walk_files(p, ".py")) if p.is_dir() else [p]
     for p in files:
+        file_digest = digests.digest(p)
+        if file_digest is None:
+            raise FileNotFoundError(f"harness source {p} is missing")
         digest.update(p.relative_to(LAB_DIR).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(p.read_bytes()).digest())
+        digest.update(bytes.fromhex(file_digest))
     return digest.hexdigest()
