@@ -48,9 +48,17 @@ MAX_DIGESTS = 20_000
 """Entries a :class:`DigestCache` keeps; past that the oldest are dropped (they are only hashed again)."""
 
 
+_CACHE_DIRS: dict[tuple[str | None, ...], Path] = {}
+
+
 def cache_dir(data: Path | None = None) -> Path:
     """``<data dir>/.cache``: the lab's remembered results (safe to delete at any time)."""
-    return (paths.data_dir() if data is None else data) / ".cache"
+    if data is not None:
+        return data / ".cache"
+    key = tuple(os.environ.get(name) for name in ("LAB_DATA_DIR", "XDG_DATA_HOME", "HOME"))
+    if key not in _CACHE_DIRS:  # as paths.data_dir() decides it, from these variables
+        _CACHE_DIRS[key] = paths.data_dir() / ".cache"
+    return _CACHE_DIRS[key]
 
 
 def stamp(path: str | os.PathLike[str], *, follow: bool = True) -> Stamp | None:
@@ -93,6 +101,27 @@ def stamps_unchanged(recorded: Mapping[str, Any]) -> bool:
     return all(stamp(path) == value for path, value in recorded.items())
 
 
+_CODE_STAMPS: dict[str, Stamp | None] = {}
+
+
+def code_stamps() -> dict[str, Stamp | None]:
+    """Stamps of :func:`loaded_code_files`, taken now (and kept for :func:`code_unchanged`)."""
+    found = {file: stamp(file) for file in loaded_code_files()}
+    _CODE_STAMPS.update(found)
+    return found
+
+
+def code_unchanged(recorded: Mapping[str, Any]) -> bool:
+    """:func:`stamps_unchanged` for code files: each is looked at once per process (the code a
+    process runs is what it loaded; an edit after that is seen by the next command)."""
+    for file, value in recorded.items():
+        if file not in _CODE_STAMPS:
+            _CODE_STAMPS[file] = stamp(file)
+        if _CODE_STAMPS[file] != value:
+            return False
+    return True
+
+
 def loaded_code_files() -> list[str]:
     """The files of the code this process has loaded that can change under it: every ``lab``
     module, every file under ``lab/schemas/``, and the top-level module of every third-party
@@ -107,6 +136,30 @@ def loaded_code_files() -> list[str]:
                 files.add(file)
     files.update(str(p) for p in paths.SCHEMAS_DIR.glob("*") if p.is_file())
     return sorted(files)
+
+
+def remembered(file: Path, kind: str, ident: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The entry of ``kind`` in ``file`` made for ``ident`` (compared whole), when every input and
+    code file it names still has its stamp (see :func:`remember`); else None."""
+    entry = read_entry(file, kind)
+    if entry is None or entry.get("ident") != ident:
+        return None
+    inputs, code = entry.get("inputs"), entry.get("code")
+    if not isinstance(inputs, dict) or not isinstance(code, dict):
+        return None
+    return entry if stamps_unchanged(inputs) and code_unchanged(code) else None
+
+
+def remember(file: Path, kind: str, ident: Mapping[str, Any], inputs: Mapping[str, Stamp | None],
+             since_ns: int, body: Mapping[str, Any]) -> bool:
+    """Write an entry of ``kind`` for ``ident``: ``body``, the stamps of its ``inputs`` and of the code
+    loaded now (:func:`code_stamps`). ``inputs`` must have been stamped before they were read, and
+    ``since_ns`` taken before that; nothing is written unless every stamp had settled by then (a
+    code file changed since then has not). Returns whether it was written."""
+    code = code_stamps()
+    if not settled([*inputs.values(), *code.values()], since_ns):
+        return False
+    return write_entry(file, kind, {"ident": dict(ident), "inputs": dict(inputs), "code": code, **body})
 
 
 def env_digest(value: str | None) -> str | None:

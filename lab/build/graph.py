@@ -45,8 +45,8 @@ class Prepared:
     """Each planned run's inputs by run name, computed once (see :func:`run_inputs`)."""
     index: Any = None
     paths: dict[Any, Path] = field(default_factory=dict)
-    cassettes: dict[Path, str | None] = field(default_factory=dict)
-    """The sha256 of each cassette this command's runs replay, read once (k runs share one)."""
+    cassettes: dict[str, str | None] = field(default_factory=dict)
+    """The sha256 of each task's cassette this command replays, by task id (k runs share one)."""
 
     @property
     def report_dir(self) -> Path:
@@ -54,8 +54,8 @@ class Prepared:
 
     def record_path(self, spec: Any) -> Path:
         key = (self.store, spec)
-        if key not in self.paths:
-            self.paths[key] = self.store / "runs" / str(spec.task_id) / f"{spec.name}.json"
+        if key not in self.paths:  # one Path made from a string: joins cost more, 3 per run
+            self.paths[key] = Path(f"{self.store}/runs/{spec.task_id}/{spec.name}.json")
         return self.paths[key]
 
     def record_index(self) -> Any:

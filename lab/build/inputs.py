@@ -34,19 +34,21 @@ def _compute_inputs(prep: Any, spec: Any) -> dict[str, Any]:
         "taskId": spec.task_id, "baseSeed": spec.base_seed, "repetition": spec.repetition,
         "suiteVersion": ctx.suite.version, "endpoint": prep.endpoint, "sandbox": ctx.sandbox_name()}
     if ctx.config.mode == "replay":
-        from lab.replay.layout import cassette_path
-
-        agent = ctx.config.data["agent"]
-        if agent.get("kind") == "command":  # a command agent replays its own recording
-            from lab.execute.agent_cassettes import agent_cassette_path
-
-            cassette = agent_cassette_path(ctx.cassette_dir, ctx.suite.id, agent["name"], spec.task_id)
-        else:
-            cassette = cassette_path(ctx.cassette_dir, ctx.suite.id, spec.task_id)
-        if cassette not in prep.cassettes:
-            prep.cassettes[cassette] = shared_digests().digest(cassette)
-        inputs["cassetteDigest"] = prep.cassettes[cassette]
+        if spec.task_id not in prep.cassettes:  # k runs of a task replay one cassette
+            prep.cassettes[spec.task_id] = shared_digests().digest(_cassette(ctx, spec.task_id))
+        inputs["cassetteDigest"] = prep.cassettes[spec.task_id]
     return inputs
+
+
+def _cassette(ctx: Any, task_id: str) -> Any:
+    agent = ctx.config.data["agent"]
+    if agent.get("kind") == "command":  # a command agent replays its own recording
+        from lab.execute.agent_cassettes import agent_cassette_path
+
+        return agent_cassette_path(ctx.cassette_dir, ctx.suite.id, agent["name"], task_id)
+    from lab.replay.layout import cassette_path
+
+    return cassette_path(ctx.cassette_dir, ctx.suite.id, task_id)
 
 
 def run_name(prep: Any, spec: Any) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lab.canonical import canonical_hash
-from lab.stamps import cache_dir, loaded_code_files, now_ns, read_entry, settled, stamp, stamps_unchanged, write_entry
+from lab.stamps import cache_dir, now_ns, remember, remembered, stamp
 
 KIND = "report-summary"
 
@@ -27,17 +27,13 @@ def summarise_report(report_dir: Path) -> tuple[int, str]:
     """
     ident = {"reportDir": str(report_dir)}
     file = cache_dir() / "summaries" / f"{canonical_hash(ident)}.json"
-    entry = read_entry(file, KIND)
-    if entry is not None and entry.get("ident") == ident and isinstance(entry.get("stamps"), dict) \
-            and isinstance(entry.get("code"), int) and isinstance(entry.get("text"), str) \
-            and stamps_unchanged(entry["stamps"]):
-        return entry["code"], entry["text"]
-    taken = now_ns()
-    watched = {str(p): stamp(p) for p in (report_dir, report_dir / "report.json", report_dir / "index.html")}
+    entry = remembered(file, KIND, ident)
+    if entry is not None and isinstance(entry.get("exitCode"), int) and isinstance(entry.get("text"), str):
+        return entry["exitCode"], entry["text"]
+    started = now_ns()
+    inputs = {str(p): stamp(p) for p in (report_dir, report_dir / "report.json", report_dir / "index.html")}
     from lab.report.closing import summarise
 
     code, text = summarise(report_dir)
-    stamps = {**watched, **{f: stamp(f) for f in loaded_code_files()}}
-    if settled(stamps.values(), taken):
-        write_entry(file, KIND, {"ident": ident, "stamps": stamps, "code": code, "text": text})
+    remember(file, KIND, ident, inputs, started, {"exitCode": code, "text": text})
     return code, text

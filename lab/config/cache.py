@@ -38,18 +38,7 @@ from typing import Any
 from lab.canonical import canonical_hash
 from lab.config.compose import EffectiveConfig, compose_config
 from lab.paths import CONF_DIR, from_root
-from lab.stamps import (
-    cache_dir,
-    env_digest,
-    loaded_code_files,
-    now_ns,
-    read_entry,
-    settled,
-    stamp,
-    stamps_unchanged,
-    tree_stamps,
-    write_entry,
-)
+from lab.stamps import cache_dir, env_digest, now_ns, remember, remembered, stamp, tree_stamps
 
 KIND = "composed-config"
 MAX_ENTRIES = 256
@@ -81,9 +70,9 @@ def compose_cached(overrides: Sequence[str] = (), *, conf_dir: Path | None = Non
     conf = CONF_DIR if conf_dir is None else conf_dir
     ident = {"overrides": list(overrides), "conf": str(conf), "cwd": os.getcwd()}
     file = (cache_dir() if cache is None else cache) / "config" / f"{canonical_hash(ident)}.json"
-    remembered = _remembered(file, ident)
-    if remembered is not None:
-        return remembered
+    known = _remembered(file, ident)
+    if known is not None:
+        return known
     started = now_ns()
     watched = {**tree_stamps(conf), **_suite_dir_paths(overrides, conf)}  # before composing: see _remember
     config = compose_config(list(overrides), conf_dir=conf_dir)
@@ -92,16 +81,13 @@ def compose_cached(overrides: Sequence[str] = (), *, conf_dir: Path | None = Non
 
 
 def _remembered(file: Path, ident: dict[str, Any]) -> EffectiveConfig | None:
-    entry = read_entry(file, KIND)
-    if entry is None or entry.get("ident") != ident:
+    entry = remembered(file, KIND, ident)
+    if entry is None:
         return None
-    env, stamps, data, variant = (entry.get(k) for k in ("env", "stamps", "data", "variant"))
-    if not (isinstance(env, dict) and isinstance(stamps, dict) and isinstance(data, dict)
-            and isinstance(variant, str)):
+    env, data, variant = entry.get("env"), entry.get("data"), entry.get("variant")
+    if not (isinstance(env, dict) and isinstance(data, dict) and isinstance(variant, str)):
         return None
     if any(env_digest(os.environ.get(name)) != digest for name, digest in env.items()):
-        return None
-    if not stamps_unchanged(stamps):
         return None
     return EffectiveConfig(data=data, variant=variant, overrides=tuple(ident["overrides"]))
 
@@ -152,22 +138,18 @@ def _remember(file: Path, ident: dict[str, Any], config: EffectiveConfig, watche
     if names is None or _credentials_named(names, config.data):
         return
     names.add("HOME")
-    # Files read before ``started`` were stamped before it, so a later change shows as a new stamp;
-    # code loaded while composing is stamped now, and one changed since ``started`` is unsettled.
-    stamps = {**watched, **{f: stamp(f) for f in loaded_code_files()}}
+    inputs = dict(watched)
     suite_dir = config.data.get("suite_dir")
-    if isinstance(suite_dir, str) and suite_dir and str(from_root(suite_dir)) not in stamps:
-        stamps[str(from_root(suite_dir))] = stamp(from_root(suite_dir))  # set in a config file
-    if not settled(stamps.values(), started):
-        return
+    if isinstance(suite_dir, str) and suite_dir and str(from_root(suite_dir)) not in inputs:
+        # Set in a config file: stamped after composing, so a change since ``started`` is unsettled.
+        inputs[str(from_root(suite_dir))] = stamp(from_root(suite_dir))
     try:
         if json.loads(json.dumps(config.data, allow_nan=False)) != config.data:
             return
     except (TypeError, ValueError):
         return
     env = {name: env_digest(os.environ.get(name)) for name in sorted(names)}
-    if write_entry(file, KIND, {"ident": ident, "env": env, "stamps": stamps, "data": config.data,
-                                "variant": config.variant}):
+    if remember(file, KIND, ident, inputs, started, {"env": env, "data": config.data, "variant": config.variant}):
         _prune(file.parent)
 
 

@@ -25,17 +25,7 @@ from typing import Any
 
 from lab.canonical import canonical_hash
 from lab.paths import CONF_DIR
-from lab.stamps import (
-    cache_dir,
-    loaded_code_files,
-    now_ns,
-    read_entry,
-    settled,
-    stamp,
-    stamps_unchanged,
-    tree_stamps,
-    write_entry,
-)
+from lab.stamps import cache_dir, now_ns, remember, remembered, stamp, tree_stamps
 from lab.suites.load import Suite, Task, load_suite
 
 KIND = "loaded-suite"
@@ -57,35 +47,32 @@ def load_suite_cached(path: Path, *, cache: Path | None = None) -> Suite:
     suite_dir = (path.parent if path.name == "suite.json" else path).absolute()
     ident = {"path": str(suite_dir)}
     file = (cache_dir() if cache is None else cache) / "suites" / f"{canonical_hash(ident)}.json"
-    entry = read_entry(file, KIND)
-    if entry is not None and entry.get("ident") == ident and isinstance(entry.get("stamps"), dict) \
-            and stamps_unchanged(entry["stamps"]):
+    entry = remembered(file, KIND, ident)
+    if entry is not None:
         try:
             return decode_suite(entry["suite"])
         except (KeyError, TypeError, ValueError, AttributeError):
             pass  # another lab's shape: load it again
     started = now_ns()
-    stamps = {**tree_stamps(suite_dir, follow=False), str(CONF_DIR / "agent"): stamp(CONF_DIR / "agent")}
-    # Stamps taken before reading for the suite (a change while it loads shows as a new
-    # stamp); code loaded while loading is stamped after, and is unsettled if it changed since.
+    # Stamped before the suite is read: a change while it loads shows as a new stamp.
+    inputs = {**tree_stamps(suite_dir, follow=False), str(CONF_DIR / "agent"): stamp(CONF_DIR / "agent")}
     suite = load_suite(suite_dir)
-    stamps.update({f: stamp(f) for f in loaded_code_files()})
-    if settled(stamps.values(), started):
-        _remember(file, ident, stamps, suite)
+    encoded = _encoded(suite)
+    if encoded is not None:
+        remember(file, KIND, ident, inputs, started, {"suite": encoded})
     return suite
 
 
-def _remember(file: Path, ident: dict[str, Any], stamps: dict[str, Any], suite: Suite) -> None:
-    """Write the entry when the suite reads back identical from its JSON (else nothing)."""
+def _encoded(suite: Suite) -> dict[str, Any] | None:
+    """:func:`encode_suite`, when the suite reads back identical from its JSON (else None)."""
     import json
 
     try:
         encoded = encode_suite(suite)
-        if not _identical(decode_suite(json.loads(json.dumps(encoded, ensure_ascii=False))), suite):
-            return
+        return encoded if _identical(decode_suite(json.loads(json.dumps(encoded, ensure_ascii=False))), suite) \
+            else None
     except (TypeError, ValueError, KeyError):
-        return
-    write_entry(file, KIND, {"ident": ident, "stamps": stamps, "suite": encoded})
+        return None
 
 
 def encode_suite(suite: Suite) -> dict[str, Any]:
