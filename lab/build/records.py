@@ -21,9 +21,8 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from lab.canonical import canonical_hash, canonical_json
 from lab.stamps import Stamp, cache_dir, now_ns, read_entry, settled, stamp, write_entry
@@ -55,8 +54,7 @@ def is_result(record: dict[str, Any]) -> bool:
     return status == "error" and isinstance(error, dict) and error.get("kind") == "replay_divergence"
 
 
-@dataclass(frozen=True)
-class RecordFacts:
+class RecordFacts(NamedTuple):
     """What the up-to-date checks need of one existing run record file.
 
     Attributes:
@@ -89,6 +87,7 @@ class RecordIndex:
         self.file = file or cache_dir() / "records" / f"{canonical_hash(str(store))[:32]}.json"
         self._entries: dict[str, list[Any]] | None = None
         self._dirs: dict[str, Stamp | None] = {}
+        self._seen: dict[str, tuple[Stamp, RecordFacts]] = {}
         self._dirty = False
         self._lock = threading.Lock()
 
@@ -107,18 +106,29 @@ class RecordIndex:
         return self._dirs[key]
 
     def facts(self, target: Path) -> RecordFacts | None:
-        """The facts of the record file ``target``; None when it does not exist."""
+        """The facts of the record file ``target``; None when it does not exist.
+
+        Within one command a record is judged again (the report's check, the
+        closing note) only when its stamp changed since (a run wrote it).
+        """
         key = str(target)
         st = stamp(target)
         if st is None:
             return None
+        seen = self._seen.get(key)
+        if seen is not None and seen[0] == st:
+            return seen[1]
         with self._lock:
             hit = self._loaded().get(key)
             folder = self._dir_stamp(target.parent)
         if hit is not None and hit[:4] == st and hit[4] == folder:
-            return RecordFacts(sha256=str(hit[5]), inputs=hit[6], result=bool(hit[7]),
-                               runtime=dict(hit[8]) if isinstance(hit[8], dict) else {})
-        return self._read(target)
+            facts: RecordFacts | None = RecordFacts(str(hit[5]), hit[6], bool(hit[7]),
+                                                    dict(hit[8]) if isinstance(hit[8], dict) else {})
+        else:
+            facts = self._read(target)
+        if facts is not None:
+            self._seen[key] = (st, facts)
+        return facts
 
     def _read(self, target: Path) -> RecordFacts | None:
         taken = now_ns()
