@@ -22,8 +22,8 @@ HARNESS_VERSION = "0.1.0"
 """The built-in harness's version, in every report and cassette header."""
 
 # Sources that act on a run; a change to any of them re-executes runs.
-HARNESS_SOURCES = ("agents", "gateway", "providers", "replay", "sandbox", "execute/run.py", "execute/recording.py",
-                   "execute/command_run.py", "execute/agent_cassettes.py", "execute/agent_process.py",
+HARNESS_SOURCES = ("agents", "gateway", "providers", "replay", "sandbox", "execute/run.py", "execute/context.py",
+                   "execute/recording.py", "execute/command_run.py", "execute/agent_cassettes.py", "execute/agent_process.py",
                    "execute/verifiers.py", "execute/answer_checks.py", "execute/fieldcap.py")
 LAB_DIR = Path(__file__).resolve().parent.parent
 PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
