@@ -5,8 +5,10 @@ the writers only format: ``markdown`` (report.md), ``html`` (index.html from
 ``templates/index.html.j2``), ``junit`` (junit.xml) and ``lines``
 (runs.jsonl, events.jsonl and the ``json=true`` run line). ``stats`` holds the
 estimators (Wilson score interval, pass@k, pass^k); ``closing`` the lines
-printed when an eval ends; ``summary`` the typed summaries of the Python API
-(``summarise_records`` over existing run records).
+printed when an eval ends (``notes`` the replay and scripted notes it shares
+with the eval's banner); ``summary`` the typed summaries of the Python API
+(``summarise_records`` over existing run records). The writers are imported on
+first use.
 
 May import: the bottom modules only (store, files, paths, errors, schemas).
 """

@@ -7,7 +7,8 @@ or escaping symlinks) and computes the content digest; ``source`` resolves
 ``suite=``/``suite_dir=``/``suite.path=`` to a loaded suite (bundled or
 third-party); ``stress`` generates seeded ``chain-walk-rules`` instances;
 ``validate`` checks the JSON Schema in linear time; ``text`` decides text and
-numbers at load time (excerpts, lone surrogates, integral floats).
+numbers at load time (excerpts, lone surrogates, integral floats); ``cache``
+gives back a suite an earlier command loaded while none of its files changed.
 
-May import: the bottom modules only (errors, paths, schemas).
+May import: the bottom modules only (errors, paths, schemas, canonical, stamps).
 """
