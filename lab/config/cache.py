@@ -13,6 +13,8 @@ from ``<data dir>/.cache/config/`` without importing either
 - the stamp of every code file loaded when it was composed: the lab's
   modules and schemas and the top-level module of every library (Hydra,
   OmegaConf, their parsers), so an edited lab or an upgraded library counts;
+  and the stamp of the directory Hydra is installed in, so a package
+  installed beside it (a Hydra plugin) counts;
 - the paths composition looks at outside the config directory: ``suite_dir``
   and ``suite_dir/<id>/suite.json`` (which decide what ``suite=<id>`` means);
 - the environment variables it reads: every ``${oc.env:NAME}`` of a config
@@ -139,6 +141,12 @@ def _remember(file: Path, ident: dict[str, Any], config: EffectiveConfig, watche
         return
     names.add("HOME")
     inputs = dict(watched)
+    import hydra
+
+    # Where Hydra is installed: an install or removal there (a Hydra plugin adding a search path)
+    # changes the directory's stamp. Stamped now, so one since ``started`` is unsettled.
+    libraries = Path(hydra.__file__).resolve().parent.parent
+    inputs[str(libraries)] = stamp(libraries)
     suite_dir = config.data.get("suite_dir")
     if isinstance(suite_dir, str) and suite_dir and str(from_root(suite_dir)) not in inputs:
         # Set in a config file: stamped after composing, so a change since ``started`` is unsettled.
