@@ -203,7 +203,7 @@ def _runtime_note(prep: Any) -> str | None:
     from lab.config.identity import runtime_differences, runtime_settings
 
     index = prep.record_index()
-    recorded = [facts.runtime for facts in map(index.facts, map(prep.record_path, prep.specs))
+    recorded = [facts.runtime for facts in map(index.last_seen, map(prep.record_path, prep.specs))
                 if facts is not None]  # not run: nothing to compare with
     changed = runtime_differences(recorded, runtime_settings(prep.ctx.config.data))
     if not changed:

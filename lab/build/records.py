@@ -130,6 +130,15 @@ class RecordIndex:
             self._seen[key] = (st, facts)
         return facts
 
+    def last_seen(self, target: Path) -> RecordFacts | None:
+        """The facts this command last judged ``target`` by (no ``stat``), else :meth:`facts`.
+
+        For what only describes the records (the closing note on runtime
+        settings), not for deciding whether anything is up to date.
+        """
+        seen = self._seen.get(str(target))
+        return seen[1] if seen is not None else self.facts(target)
+
     def _read(self, target: Path) -> RecordFacts | None:
         taken = now_ns()
         st, folder = stamp(target), stamp(target.parent)
