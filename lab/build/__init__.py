@@ -9,6 +9,9 @@ holds the ``doit compare`` and ``doit export`` targets; ``multirun`` is
 ``lab run -m`` (Hydra multirun); ``commands`` runs any of them in-process
 (``lab run``, ``run_suite``) and lists the creators ``dodo.py`` exposes;
 ``api`` is the Python API's ``run_eval`` (callbacks, typed summary).
+``inputs`` says what a run depends on and saves ``config.json``; ``records``
+says when a run record is current and keeps the record index a no-op judges
+records by; ``summary`` remembers the closing summary per version of its report;
 ``claims`` lets two commands on one data dir execute each run once;
 ``depdb`` checks the data dir and keeps doit's dependency DB usable under
 faults (docs/faults.md).

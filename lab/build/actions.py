@@ -14,6 +14,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lab.build.records import (  # re-exported: the up-to-date checks of run records
+    RESULT_STATUSES,
+    RecordCurrent,
+    RecordsUnchanged,
+    forgotten_marker,
+    is_result,
+    records_digest,
+)
+
+__all__ = ["OUTCOME", "RESULT_STATUSES", "RecordCurrent", "RecordsUnchanged", "ci_gate_action", "disk_faults",
+           "exit_with", "forgotten_marker", "is_result", "records_digest", "report_action", "report_header",
+           "run_action", "summary_action"]
+
 # Filled by the summary actions; read by ``lab run`` to return the SPEC exit code.
 OUTCOME: dict[str, Any] = {}
 
@@ -76,90 +89,20 @@ def failure_reason(report_dir: Path) -> str:
     return f"{summary['errors']} run(s) could not be judged (infrastructure errors)"
 
 
-def forgotten_marker(target: Path) -> Path:
-    """The marker ``doit forget`` leaves beside a run record: the record is kept but out of date."""
-    return target.with_name(target.name + ".forgotten")
-
-
-RESULT_STATUSES = frozenset({"pass", "fail", "budget_exceeded"})
-"""Statuses that are results: kept, never executed again with the same inputs."""
-
 VOIDED_LINE = "eval voided: three infrastructure errors in a row; the remaining runs are not attempted"
 
 
-def is_result(record: dict[str, Any]) -> bool:
-    """Whether ``record`` holds a result (kept) rather than an infrastructure error (run again).
-
-    ``pass``, ``fail`` and ``budget_exceeded`` are results, and so is a replay
-    divergence (the harness's own finding, the same on every replay). Every
-    other ``error`` (provider unreachable, missing credentials, rate-limited
-    past retries, workspace or sandbox failure, a crash in the lab) says
-    nothing about the agent: like a failed build target, it is out of date.
-    """
-    status = record.get("status")
-    if status in RESULT_STATUSES:
-        return True
-    error = record.get("error")
-    return status == "error" and isinstance(error, dict) and error.get("kind") == "replay_divergence"
-
-
-class RecordCurrent:
-    """doit uptodate check: the record exists, was made from these inputs, holds a result
-    (an infrastructure error is run again, see :func:`is_result`) and was not forgotten
-    (``doit forget eval …`` marks records; see lab.build.graph)."""
-
-    def __init__(self, target: Path, inputs: dict[str, Any]) -> None:
-        self.target = target
-        self.inputs = inputs
-
-    def __call__(self, task: Any, values: dict[str, Any]) -> bool:
-        import json
-
-        if forgotten_marker(self.target).exists():
-            return False
-        try:
-            record = json.loads(self.target.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return False
-        return isinstance(record, dict) and record.get("inputs") == self.inputs and is_result(record)
-
-
-class RecordsUnchanged:
-    """doit uptodate check: the report is current while its conditions and run records are.
-
-    Records may be missing (runs not executed after an eval was voided), so
-    they cannot be doit file_deps; their digest is compared instead.
-    """
-
-    def __init__(self, records: list[Path], header: dict[str, Any]) -> None:
-        self.records = records
-        self.header = header
-
-    def __call__(self, task: Any, values: dict[str, Any]) -> bool:
-        return bool(values.get("records") == records_digest(self.records, self.header))
-
-
-def records_digest(records: list[Path], header: dict[str, Any]) -> str:
-    """sha256 over the report's conditions and its records' paths and contents (``-`` if missing)."""
-    import hashlib
-
-    from lab.canonical import canonical_json
-
-    digest = hashlib.sha256(canonical_json(header).encode("utf-8"))
-    for path in records:
-        digest.update(str(path).encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest() if path.exists() else b"-")
-    return digest.hexdigest()
-
-
 @disk_faults
-def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> None:
+def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Any:
     from lab.execute.progress import display
 
     ident = {"taskId": spec.task_id, "repetition": spec.repetition, "seed": spec.seed}
     if ctx.voided or ctx.cancel.is_set():
         ctx.events.emit("run_not_run", **ident, reason="voided" if ctx.voided else "cancelled")
         return None
+    failure = _open_sandbox(ctx)
+    if failure is not None:
+        return failure
     from lab.build.claims import claim, run_lock
 
     # Another command on this data dir may be running this very run: wait for it, then
@@ -171,6 +114,29 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Non
             display().run_skipped(str(ctx.events.identity.get("runId", "")))
             return None
         _execute(ctx, spec, target, inputs, ident)
+
+
+def _open_sandbox(ctx: Any) -> Any:
+    """Open the runs' sandbox before the first run this command executes (an eval with every run
+    up to date starts none); a backend that cannot be used, or is not the one the runs were planned
+    with, stops the command (exit 1, one line, said once) before any run."""
+    from doit.exceptions import TaskFailed
+
+    from lab.errors import LabError
+    from lab.execute.events import emit_run_error
+
+    try:
+        ctx.sandbox_in_force()
+    except LabError as exc:
+        message = str(exc)
+        with ctx.idle:
+            first = message not in ctx.warned
+            ctx.warned.add(message)
+        if first:
+            print(message, file=sys.stderr, flush=True)
+            emit_run_error(ctx.events, message, 1)
+        return TaskFailed(message, report=False)
+    return None
 
 
 def _note_wait(ctx: Any, pid: str) -> None:
@@ -234,16 +200,11 @@ def _execute(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any], ident: d
 
 def _runtime_note(prep: Any) -> str | None:
     """One line when runtime settings differ from those the reused run records were made with."""
-    import json
-
     from lab.config.identity import runtime_differences, runtime_settings
 
-    recorded = []
-    for spec in prep.specs:
-        try:
-            recorded.append(json.loads(prep.record_path(spec).read_text(encoding="utf-8")).get("runtime") or {})
-        except (OSError, ValueError, AttributeError):
-            continue  # not run, or unreadable: nothing to compare with
+    index = prep.record_index()
+    recorded = [facts.runtime for facts in map(index.last_seen, map(prep.record_path, prep.specs))
+                if facts is not None]  # not run: nothing to compare with
     changed = runtime_differences(recorded, runtime_settings(prep.ctx.config.data))
     if not changed:
         return None
@@ -262,7 +223,7 @@ def report_header(prep: Any) -> dict[str, Any]:
             "harnessDigest": harness_digest(), "configHash": ctx.config_hash,
             "variant": ctx.config.variant, "provider": provider["name"], "model": provider["model"],
             "endpoint": _endpoint_header(prep),
-            "mode": ctx.config.mode, "sandbox": ctx.sandbox_in_force().name,
+            "mode": ctx.config.mode, "sandbox": ctx.sandbox_name(),
             "k": prep.k, "seed": ctx.config.seed,
             "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
             "agent": {"name": agent["name"], "kind": agent.get("kind", "builtin"),
@@ -279,9 +240,14 @@ def machine_id() -> str:
     """
     import hashlib
     import os
-    import platform
 
-    text = f"{platform.node()}|{platform.machine()}|{os.cpu_count()}"
+    try:
+        node, machine = os.uname().nodename, os.uname().machine  # what platform.node()/machine() give
+    except AttributeError:  # no uname (not POSIX)
+        import platform
+
+        node, machine = platform.node(), platform.machine()
+    text = f"{node}|{machine}|{os.cpu_count()}"
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
@@ -329,10 +295,10 @@ def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict
 def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
     from doit.exceptions import TaskFailed
 
+    from lab.build.summary import summarise_report
     from lab.execute.progress import display
-    from lab.report.closing import summarise
 
-    code, text = summarise(report_dir)
+    code, text = summarise_report(report_dir)
     out = prep.ctx.config.data["out"]
     if out:  # every time, also when the report itself was up to date
         from lab.files import copy_files
@@ -363,6 +329,7 @@ def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
                 text = f"{note}\n{text}"
         display().print(text)
     OUTCOME.update(code=code, report_dir=str(report_dir))
+    prep.record_index().save()
     if not gate:
         return None
     return exit_with(code)

@@ -10,6 +10,7 @@ tasks (``doit clean``/``forget``/``list`` only read the graph).
 from __future__ import annotations
 
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +112,12 @@ def cmdline_overrides() -> list[str]:
 
 def argv_words() -> list[str]:
     """doit's positional words (command, task names), without options and their values."""
+    return list(_words(tuple(sys.argv[1:])))
+
+
+@cache
+def _words(args: tuple[str, ...]) -> tuple[str, ...]:
     words: list[str] = []
-    args = sys.argv[1:]
     skip = False
     for arg in args:
         if skip:
@@ -121,7 +126,7 @@ def argv_words() -> list[str]:
             skip = True
         elif not arg.startswith("-") and "=" not in arg:
             words.append(arg)
-    return words
+    return tuple(words)
 
 
 def building() -> bool:

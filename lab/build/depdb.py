@@ -86,8 +86,11 @@ class LabSqliteDB(SqliteDB):  # type: ignore[misc]
     """doit's sqlite3 backend that rebuilds a corrupted file and never fails at save time."""
 
     desc = "sqlite3, rebuilt when corrupted (the run records carry their inputs)"
+    _dirty: set[str]  # doit's: the tasks whose saved state changed
+    _cache: dict[str, Any]  # doit's: saved state by task, as read or set in this process
 
     def __init__(self, name: str, codec: Any, *, module_name: str | None = None) -> None:
+        self._read_prefixes: set[str] = set()
         path = Path(name)
         if not looks_like_sqlite(path):
             self._set_aside(path, "not an SQLite database")
@@ -102,6 +105,35 @@ class LabSqliteDB(SqliteDB):  # type: ignore[misc]
                 raise SystemExit(1) from None
             self._set_aside(path, reason)
             super().__init__(name, codec, module_name=module_name)
+
+    def _get_task_data(self, task_id: str) -> dict[str, Any]:
+        """One task's saved state, read with its siblings: the run tasks of one task id differ in their
+        last dotted word (``….rename-symbol.s0-r12``), so one range query serves all k of them."""
+        cut = task_id.rfind(".") + 1
+        if cut <= 0:
+            return dict(super()._get_task_data(task_id))
+        prefix = task_id[:cut]
+        if prefix in self._read_prefixes:
+            return {}  # read with its siblings, and it had no saved state
+        self._read_prefixes.add(prefix)
+        rows = self._conn.execute("select task_id, task_data from doit where task_id >= ? and task_id < ?",
+                                  (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1))).fetchall()
+        found: dict[str, Any] = {}
+        for row in rows:
+            data = row["task_data"] if isinstance(row["task_data"], dict) else {}
+            if row["task_id"] == task_id:
+                found = data
+            else:
+                self._cache.setdefault(row["task_id"], data)
+        return found
+
+    def remove_all(self) -> None:
+        super().remove_all()
+        self._read_prefixes = set()
+
+    def _unchanged(self, task_id: str) -> bool:
+        row = self._conn.execute("select task_data from doit where task_id=?", (task_id,)).fetchone()
+        return row is not None and row["task_data"] == self.codec.decode(self.codec.encode(self._cache[task_id]))
 
     @staticmethod
     def _set_aside(path: Path, reason: str) -> None:
@@ -118,6 +150,9 @@ class LabSqliteDB(SqliteDB):  # type: ignore[misc]
 
     def dump(self) -> None:
         try:
+            # A row saved again with what it already holds (the summary task of an up-to-date eval
+            # executes every time) is not written: a no-op command commits nothing (no fsync).
+            self._dirty = {task_id for task_id in self._dirty if not self._unchanged(task_id)}
             super().dump()
         except (sqlite3.Error, OSError) as exc:
             if DISK_FAULT_REPORTED:

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from lab import paths
 from lab.build.actions import RecordCurrent, RecordsUnchanged, report_action, report_header, run_action, summary_action
 from lab.build.cmdline import argv_words, building, cmdline_overrides, progress_requested, requested
+from lab.build.inputs import run_inputs, run_name, write_config
 from lab.errors import ConfigError, LabError
 
 T = TypeVar("T")
@@ -42,13 +43,28 @@ class Prepared:
     endpoint: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Each planned run's inputs by run name, computed once (see :func:`run_inputs`)."""
+    index: Any = None
+    paths: dict[Any, Path] = field(default_factory=dict)
+    cassettes: dict[str, str | None] = field(default_factory=dict)
+    """The sha256 of each task's cassette this command replays, by task id (k runs share one)."""
 
     @property
     def report_dir(self) -> Path:
         return self.store / "reports" / self.run_id
 
     def record_path(self, spec: Any) -> Path:
-        return self.store / "runs" / str(spec.task_id) / f"{spec.name}.json"
+        key = (self.store, spec)
+        if key not in self.paths:  # one Path made from a string: joins cost more, 3 per run
+            self.paths[key] = Path(f"{self.store}/runs/{spec.task_id}/{spec.name}.json")
+        return self.paths[key]
+
+    def record_index(self) -> Any:
+        """The :class:`~lab.build.records.RecordIndex` of this command's run store (made on first use)."""
+        if self.index is None or self.index.store != self.store:
+            from lab.build.records import RecordIndex
+
+            self.index = RecordIndex(self.store)
+        return self.index
 
 
 def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "eval",
@@ -61,16 +77,16 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     Raises:
         LabError: ConfigError or SuiteError naming the key, task and field.
     """
-    from lab.config.compose import compose_config
+    from lab.config.cache import compose_cached
     from lab.config.identity import endpoint_identity, endpoint_key, store_key
+    from lab.execute.context import EvalContext
     from lab.execute.events import EventLog, stderr_if
     from lab.execute.plan import check_grants, plan_runs, run_id, select_tasks
-    from lab.execute.run import EvalContext
     from lab.suites.source import cassette_root, resolve_suite
 
     if mode is not None:
         overrides = [*overrides, f"mode={mode}"]
-    config = compose_config(overrides)
+    config = compose_cached(overrides)  # what an earlier command composed, when nothing changed
     out = config.data["out"]
     if out:
         from lab.files import unwritable_dir_reason
@@ -78,10 +94,10 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
         reason = unwritable_dir_reason(Path(out))
         if reason:
             raise ConfigError(f"config: out: cannot write the report to {out}: {reason}")
-    suite = resolve_suite(config)
+    suite = resolve_suite(config, cached=True)
     tasks = select_tasks(suite, list(config.data["tasks"]))
     check_grants(tasks, config, suite.id)
-    sandbox = _sandbox(config, suite)
+    choice = _sandbox(config, suite)
     cassettes = cassette_root(suite.path, config.data["cassette_dir"])
     agent = config.data["agent"]
     if agent.get("kind") == "command":
@@ -111,24 +127,25 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     events = EventLog({"suiteId": suite.id, "configHash": config.config_hash(), "runId": rid},
                       path=store / "history.jsonl", stream=stderr_if(config.data["progress"]))
     ctx = EvalContext(config=config, suite=suite, cassette_dir=cassettes, work_dir=store / "work",
-                      events=events, sandbox=sandbox)
+                      events=events, sandbox_choice=choice)
     return Prepared(ctx=ctx, specs=plan_runs([t.id for t in tasks], k, config.seed), store=store,
                     run_id=rid, k=k, basename=basename, endpoint=endpoint)
 
 
 def _sandbox(config: Any, suite: Any) -> Any:
-    """Resolve ``sandbox=`` once and refuse unsandboxed third-party commands (trust_local)."""
-    from lab.execute.sandboxing import check_trust, open_sandbox
+    """The backend ``sandbox=`` gives (a ``SandboxChoice``; the sandbox opens before the first run
+    this command executes); refuse unsandboxed third-party commands (trust_local)."""
+    from lab.execute.sandboxing import check_trust, choose_sandbox
     from lab.suites.source import is_third_party
 
-    sandbox = open_sandbox(config.data["sandbox"]["name"])
-    check_trust(sandbox, third_party=is_third_party(suite.path),
+    choice = choose_sandbox(config.data["sandbox"]["name"])
+    check_trust(choice, third_party=is_third_party(suite.path),
                 trust_local=bool(config.data["trust_local"]), where=f"suite {suite.id} ({suite.path})")
     agent = config.data["agent"]
     if agent.get("kind") == "command":  # an external program, like a third-party suite's commands
-        check_trust(sandbox, third_party=True, trust_local=bool(config.data["trust_local"]),
+        check_trust(choice, third_party=True, trust_local=bool(config.data["trust_local"]),
                     where=f"agent {agent['name']}", what="a command agent (a program the lab does not control)")
-    return sandbox
+    return choice
 
 
 def provider_preflight(config: Any) -> None:
@@ -140,11 +157,11 @@ def provider_preflight(config: Any) -> None:
     Raises:
         ConfigError: the API key is not set. ProviderError: the endpoint does not answer.
     """
-    import os
-
-    from lab.providers.preflight import preflight
-
     if config.mode != "replay" and config.data["preflight"] and building():
+        import os
+
+        from lab.providers.preflight import preflight
+
         preflight(config.data["provider"], os.environ)
 
 
@@ -215,6 +232,9 @@ def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> It
         return
     yield from (run_task(prep, spec, always=always) for spec in prep.specs)
     yield report_task(prep)
+    from lab.stamps import shared_digests
+
+    shared_digests().save()  # the harness and cassette digests this command computed
     yield {"name": f"{prep.run_id}.summary", "actions": [(summary_action, [prep, prep.report_dir, gate])],
            "task_dep": [f"{prep.basename}:{prep.run_id}.report"], "uptodate": [False], "verbosity": 2}
 
@@ -228,7 +248,7 @@ def start_eval(prep: Prepared, *, notes: bool = True) -> None:
 
     ctx = prep.ctx
     prep.store.mkdir(parents=True, exist_ok=True)
-    _write_config(prep)
+    write_config(prep)
     ctx.events.emit("eval_started", runs=len(prep.specs), k=prep.k, mode=ctx.config.mode)
     if not ctx.config.data["json"]:
         from lab.execute.progress import display
@@ -243,7 +263,7 @@ def eval_banner(prep: Prepared, *, notes: bool = True) -> str:
 
     A variant's banner names it in brackets; ``notes=False`` keeps only the first line.
     """
-    from lab.report.build import REPLAY_NOTE, SCRIPTED_NOTE
+    from lab.report.notes import REPLAY_NOTE, SCRIPTED_NOTE
 
     ctx = prep.ctx
     provider = ctx.config.data["provider"]
@@ -276,47 +296,20 @@ def run_task(prep: Prepared, spec: Any, *, always: bool = False) -> dict[str, An
     target = prep.record_path(spec)
     force = always or prep.ctx.config.data["force"]
     inputs = run_inputs(prep, spec)
-    return {"name": _run_name(prep, spec), "actions": [(run_action, [prep.ctx, spec, target, inputs])],
+    return {"name": run_name(prep, spec), "actions": [(run_action, [prep.ctx, spec, target, inputs])],
             "targets": [str(target)], "clean": True,
-            "uptodate": [False] if force else [RecordCurrent(target, inputs)],
+            "uptodate": [False] if force else [_record_current(prep, target, inputs)],
             "meta": {"lab": "run", "events": prep.ctx.events, "group": prep.run_id,
                      "ident": {"taskId": spec.task_id, "repetition": spec.repetition, "seed": spec.seed}},
             "verbosity": 2}
 
 
-def run_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
-    """What a run's result depends on: config hash, harness and suite digests,
-    suite version, endpoint identity, task, base seed, repetition, and in
-    replay the cassette's sha256 (computed once per run and command)."""
-    key = _run_name(prep, spec)
-    if key not in prep.inputs:
-        prep.inputs[key] = _compute_inputs(prep, spec)
-    return prep.inputs[key]
-
-
-def _compute_inputs(prep: Prepared, spec: Any) -> dict[str, Any]:
-    import hashlib
-
-    from lab.execute.plan import harness_digest
-
-    ctx = prep.ctx
-    inputs: dict[str, Any] = {
-        "configHash": ctx.config_hash, "harnessDigest": harness_digest(), "suiteDigest": ctx.suite.digest,
-        "taskId": spec.task_id, "baseSeed": spec.base_seed, "repetition": spec.repetition,
-        "suiteVersion": ctx.suite.version, "endpoint": prep.endpoint, "sandbox": ctx.sandbox_in_force().name}
-    if ctx.config.mode == "replay":
-        from lab.replay.cassette import cassette_path
-
-        agent = ctx.config.data["agent"]
-        if agent.get("kind") == "command":  # a command agent replays its own recording
-            from lab.execute.agent_cassettes import agent_cassette_path
-
-            cassette = agent_cassette_path(ctx.cassette_dir, ctx.suite.id, agent["name"], spec.task_id)
-        else:
-            cassette = cassette_path(ctx.cassette_dir, ctx.suite.id, spec.task_id)
-        inputs["cassetteDigest"] = (hashlib.sha256(cassette.read_bytes()).hexdigest()
-                                    if cassette.exists() else None)
-    return inputs
+def _record_current(prep: Prepared, target: Path, inputs: dict[str, Any]) -> Any:
+    """The run's up-to-date check: decided now when this command builds (the record is this run's
+    own target, and its action checks again under the run's claim), saving doit a signature
+    inspection and a database read per run; left to doit for ``doit list --status`` and the like."""
+    check = RecordCurrent(target, inputs, prep.record_index())
+    return check(None, {}) if building() else check
 
 
 def report_task(prep: Prepared) -> dict[str, Any]:
@@ -326,10 +319,10 @@ def report_task(prep: Prepared) -> dict[str, Any]:
     header = report_header(prep)
     return {"name": f"{prep.run_id}.report",
             "actions": [(report_action, [prep, records, prep.report_dir, header, expected])],
-            "task_dep": [f"{prep.basename}:{_run_name(prep, spec)}" for spec in prep.specs],
+            "task_dep": [f"{prep.basename}:{run_name(prep, spec)}" for spec in prep.specs],
             "targets": [str(prep.report_dir / "report.json")],
             "clean": [(_remove_tree, [prep.report_dir])],
-            "uptodate": [RecordsUnchanged(records, header)], "verbosity": 2}
+            "uptodate": [RecordsUnchanged(records, header, prep.record_index())], "verbosity": 2}
 
 
 def forget_records(prep: Prepared, names: list[str]) -> None:
@@ -343,7 +336,7 @@ def forget_records(prep: Prepared, names: list[str]) -> None:
 
     for spec in prep.specs:
         target = prep.record_path(spec)
-        if target.exists() and (prep.basename in names or f"{prep.basename}:{_run_name(prep, spec)}" in names):
+        if target.exists() and (prep.basename in names or f"{prep.basename}:{run_name(prep, spec)}" in names):
             forgotten_marker(target).touch()
 
 
@@ -354,35 +347,3 @@ def _remove_tree(path: Path) -> None:
     if path.is_dir():
         print(f"{path} removed")
         shutil.rmtree(path)
-
-
-def _run_name(prep: Prepared, spec: Any) -> str:
-    return f"{prep.ctx.suite.id}.{prep.store.name}.{spec.task_id}.{spec.name}"
-
-
-def _write_config(prep: Prepared) -> None:
-    from lab.execute.recording import credential_env
-    from lab.export.secrets import SecretScanner, is_credential_header
-    from lab.files import dumps_json, write_atomic
-
-    ctx = prep.ctx
-    config = _public_config(ctx.config.data)
-    headers = dict(config["provider"].get("headers") or {})
-    for name in headers:  # credential headers are never written, whatever their value
-        if is_credential_header(name):
-            headers[name] = "<secret:credential-header>"
-    config["provider"] = {**config["provider"], "headers": headers}
-    doc = {"schemaVersion": 1, "configHash": ctx.config_hash, "variant": ctx.config.variant,
-           "endpoint": prep.endpoint, "measured": ctx.config.measured_view(), "config": config}
-    doc = SecretScanner(env=ctx.env, credential_env=credential_env(ctx)).redact(doc)[0]
-    path = prep.store / "config.json"
-    data = dumps_json(doc).encode("utf-8")
-    if not path.exists() or path.read_bytes() != data:
-        write_atomic(path, data)
-
-
-def _public_config(data: dict[str, Any]) -> dict[str, Any]:
-    """The config as saved beside the runs: no runtime knobs that vary per command."""
-    return {k: v for k, v in data.items() if k not in {"progress", "json", "yes", "force", "out"}}
-
-

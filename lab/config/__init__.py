@@ -4,11 +4,13 @@
 and the list of measured keys; ``overrides`` reads and explains Hydra
 overrides (``suite_dir=``, quoting hints); ``variants`` checks
 ``conf/variant/`` option files; ``compose`` composes the effective
-configuration once per command and computes its hash; ``identity`` names
+configuration once per command and computes its hash; ``cache`` gives back
+what an earlier command composed from the same inputs; ``identity`` names
 what keys a run besides the hash (suite version, endpoint) and which
 settings are runtime-only; ``options`` parses
 the ``key=value`` options of the small commands.
 
 May import: lab.agents (the built-in agent's default system prompt, which is
-measured) and the bottom modules. Never lab.execute, lab.build or lab.cli.
+measured), lab.export (credential names: never remembered) and the bottom
+modules. Never lab.execute, lab.build or lab.cli.
 """

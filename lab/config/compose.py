@@ -18,12 +18,11 @@ that a variant sets only measured keys (VA1). The user-facing reference is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lab.canonical import canonical_hash
-from lab.config.schema import _register_schema, schema_keys
 from lab.errors import ConfigError
 from lab.paths import CONF_DIR, from_root
 
@@ -41,6 +40,7 @@ class EffectiveConfig:
     data: dict[str, Any]
     variant: str = "baseline"
     overrides: tuple[str, ...] = ()
+    _hashes: dict[str | None, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def mode(self) -> str:
@@ -64,7 +64,7 @@ class EffectiveConfig:
         (k, seed, jobs, out, progress …). ``mode`` substitutes another mode,
         e.g. to compare a replay with the recording's hash.
         """
-        from lab.agents.builtin.loop import DEFAULT_SYSTEM_PROMPT  # the text, not null, is measured
+        from lab.agents.builtin.prompt import DEFAULT_SYSTEM_PROMPT  # the text, not null, is measured
 
         agent = self.data["agent"]
         provider = self.data["provider"]
@@ -94,8 +94,11 @@ class EffectiveConfig:
         }
 
     def config_hash(self, mode: str | None = None) -> str:
-        """sha256 hex of the canonical JSON of :meth:`measured_view`."""
-        return canonical_hash(self.measured_view(mode))
+        """sha256 hex of the canonical JSON of :meth:`measured_view` (computed once per mode;
+        ``data`` is not changed once composed)."""
+        if mode not in self._hashes:
+            self._hashes[mode] = canonical_hash(self.measured_view(mode))
+        return self._hashes[mode]
 
 
 def compose_config(overrides: list[str] | tuple[str, ...] = (), *,
@@ -146,6 +149,8 @@ def _compose(overrides: list[str], conf_dir: Path) -> tuple[dict[str, Any], str]
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf, open_dict
 
+    from lab.config.schema import _register_schema
+
     _register_schema()
     GlobalHydra.instance().clear()
     try:
@@ -184,6 +189,8 @@ def _override_problems(overrides: list[str], conf_dir: Path) -> list[str]:
 
 def data_problems(data: dict[str, Any]) -> list[str]:
     """Unknown keys (``+key=…`` slips past the struct schema) and range/cross-field problems."""
+    from lab.config.schema import schema_keys
+
     unknown = _unknown_keys(data, schema_keys())
     return [f"config: unknown key '{key}' (see conf/config.yaml for valid keys)" for key in unknown] \
         + config_problems(data)

@@ -1,9 +1,11 @@
 """Executing an eval: plan the runs, perform one run, record what happened.
 
 ``plan`` turns tasks × k into seeded run specs and checks grants;
-``sandboxing`` resolves the ``sandbox=`` backend once per command, reaps what
-a killed lab left and refuses unsandboxed third-party suites without
-``trust_local=true``;
+``context`` holds the ``EvalContext`` every run of a command shares;
+``sandboxing`` resolves the ``sandbox=`` backend once per command (without a
+probe where ``probe_memo`` remembers a working bwrap), opens it before the
+first run, reaps what a killed lab left and refuses unsandboxed third-party
+suites without ``trust_local=true``;
 ``run`` performs one run (workspace, agent, provider, verifiers) and returns
 its record — the only place besides the CLI that catches broad exceptions,
 turning a crash into ``status: error``; ``command_run`` is that run for a

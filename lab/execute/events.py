@@ -22,8 +22,10 @@ a failure before planning has no run store and is streamed only.
 
 from __future__ import annotations
 
+import atexit
 import copy
 import json
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -112,9 +114,13 @@ class EventLog:
                 self.stream.flush()
         if self.path is not None:
             with _FILE_LOCK:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with open(self.path, "a", encoding="utf-8") as fh:
+                fh = _appender(self.path)
+                try:
                     fh.write(line)
+                    fh.flush()
+                except OSError:  # the disk's fault: report it, and open the file afresh next time
+                    _close_appender(self.path)
+                    raise
         if _EVENT_OBSERVERS:
             _notify(_EVENT_OBSERVERS, record)
         return record
@@ -123,6 +129,48 @@ class EventLog:
         """A log with ``extra`` added to every event, writing to ``path`` (default: the same file)."""
         return EventLog({**self.identity, **extra}, path=path or self.path, stream=self.stream,
                         clock=self.clock)
+
+
+_APPENDERS: dict[Path, TextIO] = {}
+_CLOSE_AT_EXIT: list[object] = []
+MAX_OPEN_LOGS = 8
+"""Event files kept open per process (an eval appends one line per run, also when it is up to date)."""
+
+
+def _appender(path: Path) -> TextIO:
+    """An append handle on ``path`` (caller holds ``_FILE_LOCK``): kept open between events, and
+    opened again when the file was removed or replaced since (the next line goes where the path is)."""
+    fh = _APPENDERS.get(path)
+    if fh is not None:
+        try:
+            same = os.stat(path).st_ino == os.fstat(fh.fileno()).st_ino
+        except OSError:
+            same = False
+        if same:
+            return fh
+        _close_appender(path)
+    if len(_APPENDERS) >= MAX_OPEN_LOGS:
+        _close_appender(next(iter(_APPENDERS)))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not _CLOSE_AT_EXIT:
+        _CLOSE_AT_EXIT.append(atexit.register(_close_appenders))
+    fh = _APPENDERS[path] = open(path, "a", encoding="utf-8")  # noqa: SIM115 (kept open on purpose)
+    return fh
+
+
+def _close_appender(path: Path) -> None:
+    fh = _APPENDERS.pop(path, None)
+    if fh is not None:
+        try:
+            fh.close()
+        except OSError:
+            pass  # what could not be written was reported when it was written
+
+
+def _close_appenders() -> None:
+    with _FILE_LOCK:
+        for path in list(_APPENDERS):
+            _close_appender(path)
 
 
 def emit_run_error(events: EventLog | None, reason: str, exit_code: int, *, progress: bool = False) -> None:

@@ -22,8 +22,8 @@ HARNESS_VERSION = "0.1.0"
 """The built-in harness's version, in every report and cassette header."""
 
 # Sources that act on a run; a change to any of them re-executes runs.
-HARNESS_SOURCES = ("agents", "gateway", "providers", "replay", "sandbox", "execute/run.py", "execute/recording.py",
-                   "execute/command_run.py", "execute/agent_cassettes.py", "execute/agent_process.py",
+HARNESS_SOURCES = ("agents", "gateway", "providers", "replay", "sandbox", "execute/run.py", "execute/context.py",
+                   "execute/recording.py", "execute/command_run.py", "execute/agent_cassettes.py", "execute/agent_process.py",
                    "execute/verifiers.py", "execute/answer_checks.py", "execute/fieldcap.py")
 LAB_DIR = Path(__file__).resolve().parent.parent
 PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
@@ -122,13 +122,23 @@ def run_id(suite_id: str, store_key: str, k: int, seed: int, tasks: list[str] | 
 
 @cache
 def harness_digest() -> str:
-    """sha256 hex over the lab sources that act on a run (sorted path + bytes)."""
+    """sha256 hex over the lab sources that act on a run (sorted path + bytes).
+
+    Each file's own sha256 comes from the data dir's digest cache
+    (:func:`lab.stamps.shared_digests`): read once per version of the file.
+    """
+    from lab.stamps import shared_digests, walk_files
+
+    digests = shared_digests()
     digest = hashlib.sha256()
     files: list[Path] = []
     for name in HARNESS_SOURCES:
         p = LAB_DIR / name
-        files += sorted(p.rglob("*.py")) if p.is_dir() else [p]
+        files += list(walk_files(p, ".py")) if p.is_dir() else [p]
     for p in files:
+        file_digest = digests.digest(p)
+        if file_digest is None:
+            raise FileNotFoundError(f"harness source {p} is missing")
         digest.update(p.relative_to(LAB_DIR).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(p.read_bytes()).digest())
+        digest.update(bytes.fromhex(file_digest))
     return digest.hexdigest()

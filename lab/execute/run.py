@@ -8,18 +8,15 @@ escapes as an exception, and even that is recorded as an ``internal`` error.
 from __future__ import annotations
 
 import os
-import threading
 import time
 import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from lab.config.compose import EffectiveConfig
 from lab.config.identity import runtime_settings
 from lab.errors import LabError
+from lab.execute.context import EvalContext
 from lab.execute.events import utc_now
 from lab.execute.plan import RunSpec, harness_digest
 from lab.execute.recording import (
@@ -38,93 +35,12 @@ from lab.replay.cassette import (
     cassette_path,
     read_cassette,
 )
-from lab.suites.load import Suite, Task
+from lab.suites.load import Task
+
+__all__ = ["RECORD_SCHEMA_VERSION", "EvalContext", "Status", "agent_settings", "execute_run"]
 
 RECORD_SCHEMA_VERSION = 1
 Status = Literal["pass", "fail", "budget_exceeded", "error"]
-VOID_AFTER_ERRORS = 3
-
-
-@dataclass
-class EvalContext:
-    """What every run of one command shares: composed once per command.
-
-    Attributes:
-        config: the effective configuration.
-        suite: the loaded suite.
-        cassette_dir: where cassettes are read (replay) or written (record).
-        env: the environment credentials are read from (never recorded).
-        cancel: set to stop running agents and verifiers (Ctrl-C).
-        sandbox: the backend in force and the temp root for task copies
-            (``lab.execute.sandboxing.Sandbox``); None resolves ``sandbox=``
-            of the config at the first run.
-        label: the variant a ``lab variants`` command measures with this
-            context ('' for a plain eval); it names the variant on each
-            run's console line.
-    """
-
-    config: EffectiveConfig
-    suite: Suite
-    cassette_dir: Path
-    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
-    cancel: threading.Event = field(default_factory=threading.Event)
-    work_dir: Path | None = None
-    events: Any = None
-    voided: bool = False
-    warned: set[str] = field(default_factory=set)
-    idle: threading.Condition = field(default_factory=threading.Condition)
-    _active: dict[int, int] = field(default_factory=dict)
-    _errors_in_a_row: int = 0
-    sandbox: Any = None
-    label: str = ""
-
-    @property
-    def config_hash(self) -> str:
-        return self.config.config_hash()
-
-    def sandbox_in_force(self) -> Any:
-        """The command's ``Sandbox``, resolved once from ``sandbox.name``."""
-        if self.sandbox is None:
-            from lab.execute.sandboxing import open_sandbox
-
-            self.sandbox = open_sandbox(self.config.data["sandbox"]["name"])
-        return self.sandbox
-
-    @contextmanager
-    def running(self) -> Iterator[None]:
-        """Mark a run in progress in this thread (so Ctrl-C can wait for workers)."""
-        ident = threading.get_ident()
-        with self.idle:
-            self._active[ident] = self._active.get(ident, 0) + 1
-        try:
-            yield
-        finally:
-            with self.idle:
-                self._active[ident] -= 1
-                self.idle.notify_all()
-
-    def active_elsewhere(self) -> int:
-        """Runs in progress in threads other than the main one."""
-        main = threading.main_thread().ident
-        with self.idle:
-            return sum(n for ident, n in self._active.items() if ident != main)
-
-    def note_result(self, record: dict[str, Any]) -> bool:
-        """Count infrastructure errors in a row (SPEC X3); True when this one voids the eval.
-
-        A replay divergence is the harness's own finding, not an outage: it
-        does not count.
-        """
-        kind = (record.get("error") or {}).get("kind")
-        with self.idle:
-            if record["status"] == "error" and kind != "replay_divergence":
-                self._errors_in_a_row += 1
-            else:
-                self._errors_in_a_row = 0
-            newly = self._errors_in_a_row >= VOID_AFTER_ERRORS and not self.voided
-            if newly:
-                self.voided = True
-            return newly
 
 
 def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:

@@ -1,7 +1,11 @@
 """The sandbox of one lab process: resolved once, checked against the suite.
 
-``open_sandbox`` is called where a command's ``EvalContext`` is built
-(``lab.build.graph.prepare``), before the first run:
+``choose_sandbox`` is called where a command's ``EvalContext`` is built
+(``lab.build.graph.prepare``): it names the backend the runs will use (a
+run's inputs include it), without starting a sandbox when this host is
+known to run bwrap (:mod:`lab.execute.probe_memo`). ``open_chosen`` opens
+the sandbox before the first run the command executes (a command that finds
+every run up to date opens none) and checks that it is that backend:
 
 - the ``sandbox=`` backend is resolved once per lab process (``auto`` runs
   one probe sandbox); the ``auto`` fallback warning is printed once;
@@ -20,12 +24,13 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from lab.errors import ConfigError
-from lab.sandbox.base import SandboxBackend
-from lab.sandbox.reaper import RunRoot, reap_stale
-from lab.sandbox.registry import resolve_backend
+from lab.errors import ConfigError, SandboxError
+
+if TYPE_CHECKING:
+    from lab.sandbox.base import SandboxBackend
+    from lab.sandbox.reaper import RunRoot
 
 
 @dataclass(frozen=True)
@@ -48,12 +53,79 @@ class Sandbox:
         return self.backend.name
 
 
+@dataclass(frozen=True)
+class SandboxChoice:
+    """The backend ``sandbox=<requested>`` gives, known before a sandbox is opened.
+
+    Attributes:
+        requested: the ``sandbox=`` value.
+        name: the backend the runs will use (``bwrap``, ``none`` …).
+        remembered: True when ``name`` comes from an earlier probe on this
+            host (:mod:`lab.execute.probe_memo`), not from this process.
+    """
+
+    requested: str
+    name: str
+    remembered: bool = False
+
+
+def choose_sandbox(requested: str, *, stderr: TextIO | None = None) -> SandboxChoice:
+    """The backend ``sandbox=<requested>`` gives, found out without opening a sandbox.
+
+    ``auto`` and ``bwrap`` on a host where a bwrap probe succeeded before (and
+    nothing it depends on changed) give ``bwrap`` without a probe; otherwise
+    the backend is resolved as :func:`open_sandbox` resolves it (once per
+    process, a probe for ``auto``/``bwrap``, the fallback warning printed),
+    and a bwrap that works is remembered. No temp root is made and no stale
+    task copy reaped: that waits for :func:`open_chosen`.
+
+    Raises:
+        SandboxError: as :func:`open_sandbox`.
+    """
+    from lab.execute.probe_memo import bwrap_remembered, remember_bwrap
+
+    probing = requested in ("auto", "bwrap")
+    if probing and requested not in _resolved and bwrap_remembered():
+        return SandboxChoice(requested, "bwrap", remembered=True)
+    fresh = requested not in _resolved
+    name = _backend(requested, stderr or sys.stderr).name
+    if probing and fresh and name == "bwrap":
+        remember_bwrap()
+    return SandboxChoice(requested, name)
+
+
+def open_chosen(choice: SandboxChoice, *, stderr: TextIO | None = None) -> Sandbox:
+    """:func:`open_sandbox` for ``choice``, checking that it gives the backend the runs were planned with.
+
+    Raises:
+        SandboxError: the backend cannot be used, or it is not ``choice.name``
+            (one line naming both); a remembered probe is then forgotten, so
+            the next command probes again.
+    """
+    from lab.execute.probe_memo import forget_bwrap
+
+    try:
+        opened = open_sandbox(choice.requested, stderr=stderr)
+    except SandboxError:
+        if choice.remembered:
+            forget_bwrap()
+        raise
+    if opened.name != choice.name:
+        forget_bwrap()
+        raise SandboxError(f"sandbox={choice.requested}: this command planned its runs under {choice.name} "
+                           f"(a probe on this host found it working earlier), but it now resolves to "
+                           f"{opened.name}; nothing was run: run the command again")
+    return opened
+
+
 _lock = threading.Lock()
 _resolved: dict[str, SandboxBackend] = {}
 _root: list[RunRoot] = []
 
 
 def _run_root(stderr: TextIO) -> Path:
+    from lab.sandbox.reaper import RunRoot, reap_stale
+
     if not _root:
         line = reap_stale().line
         if line:
@@ -71,6 +143,15 @@ def open_sandbox(requested: str, *, stderr: TextIO | None = None) -> Sandbox:
         SandboxError: an unknown backend, or ``bwrap`` asked for and unusable.
     """
     stream = stderr or sys.stderr
+    backend = _backend(requested, stream)
+    with _lock:
+        return Sandbox(backend=backend, requested=requested, run_root=_run_root(stream))
+
+
+def _backend(requested: str, stream: TextIO) -> SandboxBackend:
+    """The backend for ``sandbox=<requested>``, resolved once per process (the warning printed then)."""
+    from lab.sandbox.registry import resolve_backend
+
     with _lock:
         backend = _resolved.get(requested)
         if backend is None:
@@ -78,10 +159,10 @@ def open_sandbox(requested: str, *, stderr: TextIO | None = None) -> Sandbox:
             if resolved.warning:
                 print(resolved.warning, file=stream)
             backend = _resolved[requested] = resolved.backend
-        return Sandbox(backend=backend, requested=requested, run_root=_run_root(stream))
+        return backend
 
 
-def check_trust(sandbox: Sandbox, *, third_party: bool, trust_local: bool, where: str,
+def check_trust(sandbox: Sandbox | SandboxChoice, *, third_party: bool, trust_local: bool, where: str,
                 what: str = "a third-party suite") -> None:
     """Refuse unsandboxed commands of a third-party suite (or a command agent) without ``trust_local=true``.
 

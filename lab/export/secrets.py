@@ -34,37 +34,48 @@ import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-from detect_secrets.filters import heuristic
-from detect_secrets.plugins.aws import AWSKeyDetector
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.base import RegexBasedDetector
-from detect_secrets.plugins.basic_auth import BasicAuthDetector
-from detect_secrets.plugins.discord import DiscordBotTokenDetector
-from detect_secrets.plugins.github_token import GitHubTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.npm import NpmDetector
-from detect_secrets.plugins.openai import OpenAIDetector
-from detect_secrets.plugins.private_key import PrivateKeyDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-from detect_secrets.plugins.stripe import StripeDetector
-from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
-from detect_secrets.plugins.twilio import TwilioKeyDetector
+# Re-exported: what the scanner looks for by name (lab.export.credentials, cheap to import).
+from lab.export.credentials import CREDENTIAL_HEADERS as CREDENTIAL_HEADERS
+from lab.export.credentials import CREDENTIAL_NAME as CREDENTIAL_NAME
+from lab.export.credentials import CREDENTIAL_SUFFIXES as CREDENTIAL_SUFFIXES
+from lab.export.credentials import MIN_CREDENTIAL_CHARS, credential_values, is_credential_header
 
-KEY_SHAPE_PLUGINS: tuple[type[RegexBasedDetector], ...] = (
-    AWSKeyDetector, AzureStorageKeyDetector, BasicAuthDetector, DiscordBotTokenDetector, GitHubTokenDetector,
-    GitLabTokenDetector, JwtTokenDetector, MailchimpDetector, NpmDetector, OpenAIDetector, PrivateKeyDetector,
-    PypiTokenDetector, SendGridDetector, SlackDetector, SquareOAuthDetector, StripeDetector,
-    TelegramBotTokenDetector, TwilioKeyDetector,
-)
-CREDENTIAL_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
-MIN_CREDENTIAL_CHARS = 8
+if TYPE_CHECKING:
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+
+@cache
+def key_shape_plugins() -> tuple[type[RegexBasedDetector], ...]:
+    """detect-secrets' keyword-free, regex-based plugins the scanner runs (imported on first use:
+    ``import lab.export.secrets`` alone, for :func:`is_credential_header`, stays cheap)."""
+    from detect_secrets.plugins.aws import AWSKeyDetector
+    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+    from detect_secrets.plugins.basic_auth import BasicAuthDetector
+    from detect_secrets.plugins.discord import DiscordBotTokenDetector
+    from detect_secrets.plugins.github_token import GitHubTokenDetector
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+    from detect_secrets.plugins.mailchimp import MailchimpDetector
+    from detect_secrets.plugins.npm import NpmDetector
+    from detect_secrets.plugins.openai import OpenAIDetector
+    from detect_secrets.plugins.private_key import PrivateKeyDetector
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector
+    from detect_secrets.plugins.sendgrid import SendGridDetector
+    from detect_secrets.plugins.slack import SlackDetector
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+    from detect_secrets.plugins.stripe import StripeDetector
+    from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
+    from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+    return (AWSKeyDetector, AzureStorageKeyDetector, BasicAuthDetector, DiscordBotTokenDetector,
+            GitHubTokenDetector, GitLabTokenDetector, JwtTokenDetector, MailchimpDetector, NpmDetector,
+            OpenAIDetector, PrivateKeyDetector, PypiTokenDetector, SendGridDetector, SlackDetector,
+            SquareOAuthDetector, StripeDetector, TelegramBotTokenDetector, TwilioKeyDetector)
+
+
 SK_KEY = re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{32,}")
 SK_KIND = "sk- API key (OpenAI/Anthropic style)"
 # Shapes detect-secrets 1.5 misses: (kind, pattern; group 1 is the secret when present).
@@ -76,19 +87,6 @@ EXTRA_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
                                re.DOTALL)
-# Headers that carry credentials: never written anywhere (RFC 9110 Authorization, Azure api-key,
-# Anthropic x-api-key, Google x-goog-api-key, cookies).
-CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key",
-                                "x-goog-api-key", "cookie", "set-cookie"})
-CREDENTIAL_NAME = re.compile(r"(?i)(key|token|secret|auth|passw|session|cookie|credential|signature)")
-
-
-def is_credential_header(name: str) -> bool:
-    """Whether a header's *name* says it carries a credential (``authorization``, ``x-api-key``,
-    ``X-Gateway-Token``, ``x-session-id`` …): such a value is never written, whatever it looks like."""
-    return name.lower() in CREDENTIAL_HEADERS or CREDENTIAL_NAME.search(name) is not None
-
-
 IDENTIFIER_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
@@ -111,24 +109,6 @@ class SecretHit:
         return {"field": self.field, "kind": self.kind}
 
 
-def credential_values(env: Mapping[str, str], names: Iterable[str] = ()) -> dict[str, str]:
-    """Credential values in ``env``: variable name -> value.
-
-    Args:
-        env: the environment (``os.environ`` or a test mapping).
-        names: extra variable names that hold credentials (``api_key_env``).
-
-    Returns:
-        Every variable named in ``names`` or ending in ``_KEY``, ``_TOKEN``,
-        ``_SECRET`` or ``_PASSWORD`` (any case) whose value has at least
-        8 characters after stripping whitespace.
-    """
-    wanted = set(names)
-    return {name: value.strip() for name, value in env.items()
-            if (name in wanted or name.upper().endswith(CREDENTIAL_SUFFIXES))
-            and len(value.strip()) >= MIN_CREDENTIAL_CHARS}
-
-
 class SecretScanner:
     """Scans JSON-able documents for key shapes and environment credentials.
 
@@ -144,7 +124,7 @@ class SecretScanner:
         # nothing in is clean (one search), which most strings of a document are.
         self._suspect = re.compile("|".join([_shape_hint().pattern,
                                              *(re.escape(value) for _, value in self._credentials)]))
-        self._plugins = [plugin() for plugin in KEY_SHAPE_PLUGINS]
+        self._plugins = [plugin() for plugin in key_shape_plugins()]
 
     def scan(self, document: Any, *, field: str = "") -> list[SecretHit]:
         """Every hit in ``document`` (dicts, lists, strings, scalars), in document order.
@@ -295,7 +275,7 @@ def _shape_hint() -> re.Pattern[str]:
     holds no key shape, and the 18 plugins are asked only about the rare
     lines that may. Checked against each pattern in tests/export.
     """
-    patterns = [p for plugin in KEY_SHAPE_PLUGINS for p in plugin().denylist]
+    patterns = [p for plugin in key_shape_plugins() for p in plugin().denylist]
     patterns += [SK_KEY, *(p for _, p in EXTRA_SHAPES), re.compile("-----BEGIN [A-Z ]*PRIVATE KEY-----")]
     alternatives = []
     for pattern in patterns:
@@ -341,6 +321,8 @@ def _opaque(token: str) -> bool:
 
 def _plausible(candidate: str) -> bool:
     """detect-secrets' heuristic filters: drop sequences, UUIDs, templates, ``$VAR`` references."""
+    from detect_secrets.filters import heuristic
+
     return not (heuristic.is_sequential_string(candidate) or heuristic.is_potential_uuid(candidate)
                 or heuristic.is_templated_secret(candidate) or heuristic.is_prefixed_with_dollar_sign(candidate))
 

@@ -10,7 +10,8 @@ on a miss. A replay divergence is detected in
 ``lab/replay/cassette.py`` (the Replayer compares each request's fingerprint
 with the recording as JSON values and names the first differing field).
 ``fingerprint`` holds JSON equality (``1 == 1.0``, ``true != 1``) and the
-request fingerprint, for any matcher of recorded traffic.
+request fingerprint, for any matcher of recorded traffic. ``layout`` says
+where a cassette lives (cheap to import).
 
 May import: lab.providers (the Provider protocol, exchanges), lab.export
 (secret redaction before a cassette is written) and the bottom modules.

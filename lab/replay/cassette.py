@@ -30,6 +30,7 @@ from lab.files import dumps_line, split_lines, write_atomic
 from lab.providers.base import Exchange, Provider, Purpose
 from lab.replay.fingerprint import EXCERPT_CHARS, json_equal, string_excerpts
 from lab.replay.fingerprint import fingerprint as _fingerprint
+from lab.replay.layout import cassette_path as cassette_path  # re-exported: where a recording lives
 
 FORMAT = "cassette/v1"
 SCHEMA_VERSION = 1
@@ -239,10 +240,6 @@ def _unwrap(item: Any) -> Any:
 def _excerpt(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
     return text if len(text) <= 2 * EXCERPT_CHARS else text[: 2 * EXCERPT_CHARS] + "…"
-
-
-def cassette_path(cassette_dir: Path, suite_id: str, task_id: str) -> Path:
-    return cassette_dir / suite_id / f"{task_id}.jsonl"
 
 
 def read_cassette(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

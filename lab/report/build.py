@@ -42,15 +42,14 @@ from lab.report.metrics import (
     measured_block,
     usage_of,
 )
+from lab.report.notes import REPLAY_NOTE as REPLAY_NOTE  # re-exported
+from lab.report.notes import SCRIPTED_NOTE as SCRIPTED_NOTE
 from lab.report.repetition import repetition_block
 from lab.report.stats import pass_at_k, pass_hat_k, wilson_interval
 
 REPORT_SCHEMA_VERSION = 1
 JUDGED = ("pass", "fail", "budget_exceeded")
 LOW_POWER_RUNS = 5
-REPLAY_NOTE = ("Replay measures the harness alone, deterministically: "
-               "a replay says nothing about model quality.")
-SCRIPTED_NOTE = "scripted provider: fixed answers; measures the harness, not a model"
 
 
 def sort_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -10,9 +10,10 @@ third-party); ``stress`` generates seeded ``chain-walk-rules`` instances;
 numbers at load time (excerpts, lone surrogates, integral floats); ``tree``
 lists the suite directory once for every file check and the digest, and reads
 files only when they are regular files; ``scripts`` checks the tasks'
-scripted-provider scripts at load time.
+scripted-provider scripts at load time; ``cache`` gives back a suite an
+earlier command loaded while none of its files changed.
 
-May import: the bottom modules (errors, paths, schemas), and
-``lab.providers.scripted`` (``scripts``: a script is judged by the provider's
-own validation).
+May import: the bottom modules (errors, paths, schemas, canonical, stamps),
+and ``lab.providers.scripted`` (``scripts``: a script is judged by the
+provider's own validation).
 """

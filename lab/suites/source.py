@@ -74,13 +74,16 @@ def cassette_root(suite_dir: Path, cassette_dir: str | None) -> Path:
 
 
 def resolve_suite(config: Any, *, stdin: TextIO | None = None, stderr: TextIO | None = None,
-            ask: Callable[[], str] | None = None) -> Suite:
+                  ask: Callable[[], str] | None = None, cached: bool = False) -> Suite:
     """Load the suite ``config`` selects and confirm it when it is third-party.
 
     Args:
         config: an :class:`~lab.config.compose.EffectiveConfig`.
         stdin, stderr, ask: injectable for tests; default ``sys.stdin``,
             ``sys.stderr`` and :func:`input`.
+        cached: take the suite an earlier command loaded when none of its
+            files changed (:mod:`lab.suites.cache`); a third-party suite is
+            confirmed all the same.
 
     Raises:
         SuiteError: the suite does not load (every problem listed).
@@ -88,7 +91,12 @@ def resolve_suite(config: Any, *, stdin: TextIO | None = None, stderr: TextIO | 
             ``suiteId``; a third-party suite not confirmed.
     """
     data = config.data
-    suite = load_suite(suite_location(data))
+    if cached:
+        from lab.suites.cache import load_suite_cached
+
+        suite = load_suite_cached(suite_location(data))
+    else:
+        suite = load_suite(suite_location(data))
     wanted = data["suite"].get("id")
     if wanted and wanted != suite.id:
         raise ConfigError(f"config: suite.id: {wanted!r} selects {suite.path}, whose suite.json "

@@ -126,4 +126,5 @@ def test_out_that_cannot_be_a_directory_is_refused_before_any_run(tmp_path: Path
     assert result.returncode == 1
     assert result.stderr.strip() == (f"config: out: cannot write the report to {target}: "
                                      f"{blocker} is not a directory")
-    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("*.json")), "no run was made"
+    made = [p for p in (tmp_path / "runs").rglob("*.json") if ".cache" not in p.parts]  # .cache: what it remembers
+    assert not made, "no run was made"

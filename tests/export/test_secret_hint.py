@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lab.export.secrets import EXTRA_SHAPES, KEY_SHAPE_PLUGINS, PRIVATE_KEY_BLOCK, SK_KEY, SecretScanner, _shape_hint
+from lab.export.secrets import EXTRA_SHAPES, PRIVATE_KEY_BLOCK, SK_KEY, SecretScanner, _shape_hint, key_shape_plugins
 
-PATTERNS = [p for plugin in KEY_SHAPE_PLUGINS for p in plugin().denylist] + [SK_KEY, *(p for _, p in EXTRA_SHAPES)]
+PATTERNS = [p for plugin in key_shape_plugins() for p in plugin().denylist] + [SK_KEY, *(p for _, p in EXTRA_SHAPES)]
 BREAKS = ["\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028"]
 
 

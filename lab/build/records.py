@@ -1,0 +1,232 @@
+"""Run records as doit targets: when one is current, and what a command remembers of each (SPEC X4).
+
+A run record is *current* when it exists, was made from the inputs its run
+has now, holds a result (:func:`is_result`) and was not forgotten (``doit
+forget`` leaves a marker beside it). Reading and parsing every record on
+every command would cost a file read per run; the :class:`RecordIndex` of a
+run store remembers, per record, what those checks and the report's
+up-to-date check need: the sha256 of its bytes, the hash of its inputs,
+whether it holds a result, and its runtime settings. A record whose stamp
+(:mod:`lab.stamps`) and whose directory's stamp (a marker added beside it
+changes that) are the remembered ones is judged from the index with one
+``stat``; any other is read, and remembered once it has settled.
+
+The index lives in ``<data dir>/.cache/records/`` (one file per run store),
+is saved at the end of a command (:meth:`RecordIndex.save`) and may be
+deleted at any time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from lab.canonical import canonical_hash, canonical_json
+from lab.stamps import Stamp, cache_dir, now_ns, read_entry, settled, stamp, write_entry
+
+RESULT_STATUSES = frozenset({"pass", "fail", "budget_exceeded"})
+"""Statuses that are results: kept, never executed again with the same inputs."""
+
+KIND = "run-record-index"
+
+
+def forgotten_marker(target: Path) -> Path:
+    """The marker ``doit forget`` leaves beside a run record: the record is kept but out of date."""
+    return target.with_name(target.name + ".forgotten")
+
+
+def is_result(record: dict[str, Any]) -> bool:
+    """Whether ``record`` holds a result (kept) rather than an infrastructure error (run again).
+
+    ``pass``, ``fail`` and ``budget_exceeded`` are results, and so is a replay
+    divergence (the harness's own finding, the same on every replay). Every
+    other ``error`` (provider unreachable, missing credentials, rate-limited
+    past retries, workspace or sandbox failure, a crash in the lab) says
+    nothing about the agent: like a failed build target, it is out of date.
+    """
+    status = record.get("status")
+    if status in RESULT_STATUSES:
+        return True
+    error = record.get("error")
+    return status == "error" and isinstance(error, dict) and error.get("kind") == "replay_divergence"
+
+
+class RecordFacts(NamedTuple):
+    """What the up-to-date checks need of one existing run record file.
+
+    Attributes:
+        sha256: hex digest of the file's bytes.
+        inputs: :func:`~lab.canonical.canonical_hash` of its ``inputs`` (None: unreadable or none).
+        result: whether it holds a result (:func:`is_result`).
+        runtime: its ``runtime`` settings ({} when absent).
+        forgotten: a ``doit forget`` marker lies beside it.
+    """
+
+    sha256: str
+    inputs: str | None
+    result: bool
+    runtime: dict[str, Any]
+    forgotten: bool = False
+
+
+class RecordIndex:
+    """The remembered :class:`RecordFacts` of the run records of one run store.
+
+    Args:
+        store: the run store (records under ``<store>/runs/``).
+        file: where the index is kept; default ``<data dir>/.cache/records/<hash of store>.json``.
+
+    Thread-safe (doit checks tasks from several threads with ``jobs=N``).
+    """
+
+    def __init__(self, store: Path, file: Path | None = None) -> None:
+        self.store = store
+        self.file = file or cache_dir() / "records" / f"{canonical_hash(str(store))[:32]}.json"
+        self._entries: dict[str, list[Any]] | None = None
+        self._dirs: dict[str, Stamp | None] = {}
+        self._seen: dict[str, tuple[Stamp, RecordFacts]] = {}
+        self._dirty = False
+        self._lock = threading.Lock()
+
+    def _loaded(self) -> dict[str, list[Any]]:
+        if self._entries is None:
+            doc = read_entry(self.file, KIND)
+            entries = doc.get("records") if doc and doc.get("store") == str(self.store) else None
+            self._entries = {k: v for k, v in entries.items() if isinstance(v, list) and len(v) == 9} \
+                if isinstance(entries, dict) else {}
+        return self._entries
+
+    def _dir_stamp(self, directory: Path) -> Stamp | None:
+        key = str(directory)
+        if key not in self._dirs:
+            self._dirs[key] = stamp(directory)
+        return self._dirs[key]
+
+    def facts(self, target: Path) -> RecordFacts | None:
+        """The facts of the record file ``target``; None when it does not exist.
+
+        Within one command a record is judged again (the report's check, the
+        closing note) only when its stamp changed since (a run wrote it).
+        """
+        key = str(target)
+        st = stamp(target)
+        if st is None:
+            return None
+        seen = self._seen.get(key)
+        if seen is not None and seen[0] == st:
+            return seen[1]
+        with self._lock:
+            hit = self._loaded().get(key)
+            folder = self._dir_stamp(target.parent)
+        if hit is not None and hit[:4] == st and hit[4] == folder:
+            facts: RecordFacts | None = RecordFacts(str(hit[5]), hit[6], bool(hit[7]),
+                                                    dict(hit[8]) if isinstance(hit[8], dict) else {})
+        else:
+            facts = self._read(target)
+        if facts is not None:
+            self._seen[key] = (st, facts)
+        return facts
+
+    def last_seen(self, target: Path) -> RecordFacts | None:
+        """The facts this command last judged ``target`` by (no ``stat``), else :meth:`facts`.
+
+        For what only describes the records (the closing note on runtime
+        settings), not for deciding whether anything is up to date.
+        """
+        seen = self._seen.get(str(target))
+        return seen[1] if seen is not None else self.facts(target)
+
+    def _read(self, target: Path) -> RecordFacts | None:
+        taken = now_ns()
+        st, folder = stamp(target), stamp(target.parent)
+        forgotten = forgotten_marker(target).exists()
+        try:
+            data = target.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            record = json.loads(data)
+        except ValueError:
+            record = None
+        if not isinstance(record, dict):
+            record = {}
+        inputs = canonical_hash(record["inputs"]) if "inputs" in record else None
+        runtime: dict[str, Any] = record["runtime"] if isinstance(record.get("runtime"), dict) else {}
+        facts = RecordFacts(sha256=hashlib.sha256(data).hexdigest(), inputs=inputs, result=is_result(record),
+                            runtime=dict(runtime), forgotten=forgotten)
+        if st is not None and not forgotten and settled([st, folder], taken):
+            with self._lock:
+                entries = self._loaded()
+                entries[str(target)] = [*st, folder, facts.sha256, inputs, facts.result, facts.runtime]
+                self._dirs[str(target.parent)] = folder
+                self._dirty = True
+        return facts
+
+    def save(self) -> None:
+        """Write the index if it learned anything (atomically; a disk fault only loses the index)."""
+        with self._lock:
+            if self._dirty and self._entries is not None:
+                self._dirty = not write_entry(self.file, KIND, {"store": str(self.store), "records": self._entries})
+
+
+class RecordCurrent:
+    """doit uptodate check: the record exists, was made from these inputs, holds a result
+    (an infrastructure error is run again, see :func:`is_result`) and was not forgotten
+    (``doit forget eval …`` marks records; see lab.build.graph).
+
+    With an ``index`` the record is judged from what the index remembers of
+    it (one ``stat``); without, it is read (what a run does under its claim).
+    """
+
+    def __init__(self, target: Path, inputs: dict[str, Any], index: RecordIndex | None = None) -> None:
+        self.target = target
+        self.inputs = inputs
+        self.index = index
+
+    def __call__(self, task: Any, values: dict[str, Any]) -> bool:
+        if self.index is not None:
+            facts = self.index.facts(self.target)
+            return facts is not None and not facts.forgotten and facts.result \
+                and facts.inputs == canonical_hash(self.inputs)
+        if forgotten_marker(self.target).exists():
+            return False
+        try:
+            record = json.loads(self.target.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(record, dict) and record.get("inputs") == self.inputs and is_result(record)
+
+
+class RecordsUnchanged:
+    """doit uptodate check: the report is current while its conditions and run records are.
+
+    Records may be missing (runs not executed after an eval was voided), so
+    they cannot be doit file_deps; their digest is compared instead.
+    """
+
+    def __init__(self, records: list[Path], header: dict[str, Any], index: RecordIndex | None = None) -> None:
+        self.records = records
+        self.header = header
+        self.index = index
+
+    def __call__(self, task: Any, values: dict[str, Any]) -> bool:
+        return bool(values.get("records") == records_digest(self.records, self.header, self.index))
+
+
+def records_digest(records: list[Path], header: dict[str, Any], index: RecordIndex | None = None) -> str:
+    """sha256 over the report's conditions and its records' paths and contents (``-`` if missing).
+
+    With an ``index`` a record's content digest is the remembered one when its stamp is unchanged.
+    """
+    digest = hashlib.sha256(canonical_json(header).encode("utf-8"))
+    for path in records:
+        digest.update(str(path).encode() + b"\0")
+        if index is not None:
+            facts = index.facts(path)
+            digest.update(bytes.fromhex(facts.sha256) if facts is not None else b"-")
+        else:
+            digest.update(hashlib.sha256(path.read_bytes()).digest() if path.exists() else b"-")
+    return digest.hexdigest()

@@ -1,0 +1,179 @@
+"""The effective configuration of a command, remembered between commands (the no-op path).
+
+Composing ``conf/`` costs Hydra's and OmegaConf's imports and the compose
+itself, several times what doit needs to start. A command whose inputs are
+those of an earlier command gets that command's composed configuration back
+from ``<data dir>/.cache/config/`` without importing either
+(:func:`compose_cached`). Its inputs, all checked before an entry is used:
+
+- the override list, the config directory and the working directory (an
+  entry is named by their hash and repeats them);
+- the stamp (:mod:`lab.stamps`) of every directory and file under the config
+  directory, so an edited, added or removed option file counts;
+- the stamp of every code file loaded when it was composed: the lab's
+  modules and schemas and the top-level module of every library (Hydra,
+  OmegaConf, their parsers), so an edited lab or an upgraded library counts;
+  and the stamp of the directory Hydra is installed in, so a package
+  installed beside it (a Hydra plugin) counts;
+- the paths composition looks at outside the config directory: ``suite_dir``
+  and ``suite_dir/<id>/suite.json`` (which decide what ``suite=<id>`` means);
+- the environment variables it reads: every ``${oc.env:NAME}`` of a config
+  file or override, and ``HOME`` (``~`` in paths); kept as sha256 digests.
+
+Nothing is remembered when an input changed less than ``RACY_NS`` before the
+compose started, when a config file or override holds an interpolation whose
+value is not a function of these inputs (``${now:…}``, ``${hydra:…}``, a
+custom resolver), when it reads a variable named like a credential, when a
+provider header carries one, or when the configuration does not survive a
+JSON round trip unchanged. A failed compose is never remembered: its error
+is reported again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lab.canonical import canonical_hash
+from lab.config.compose import EffectiveConfig, compose_config
+from lab.paths import CONF_DIR, from_root
+from lab.stamps import cache_dir, env_digest, now_ns, remember, remembered, stamp, tree_stamps
+
+KIND = "composed-config"
+MAX_ENTRIES = 256
+"""Entries kept in ``.cache/config/``; past that the least recently written are removed."""
+
+# Resolvers whose value depends on nothing but their arguments and the config itself.
+PURE_RESOLVERS = frozenset({"oc.create", "oc.decode", "oc.deprecated", "oc.select", "oc.dict.keys",
+                            "oc.dict.values"})
+_RESOLVER = re.compile(r"\$\{\s*([A-Za-z_][\w.-]*)\s*:")
+_ENV_NAME = re.compile(r"\$\{\s*oc\.env\s*:\s*([A-Za-z_][A-Za-z0-9_]*)\s*[,}]")
+
+
+def compose_cached(overrides: Sequence[str] = (), *, conf_dir: Path | None = None,
+                   cache: Path | None = None) -> EffectiveConfig:
+    """:func:`~lab.config.compose.compose_config`, remembered between commands.
+
+    Args:
+        overrides: Hydra override strings, as for ``compose_config``.
+        conf_dir: the config directory; default the checkout's ``conf/``.
+        cache: the cache directory; default ``<data dir>/.cache``.
+
+    Returns:
+        The same :class:`~lab.config.compose.EffectiveConfig` a fresh compose
+        gives (equal data, variant and overrides, hence the same hash).
+
+    Raises:
+        ConfigError: as ``compose_config`` (a failed compose is not remembered).
+    """
+    conf = CONF_DIR if conf_dir is None else conf_dir
+    ident = {"overrides": list(overrides), "conf": str(conf), "cwd": os.getcwd()}
+    file = (cache_dir() if cache is None else cache) / "config" / f"{canonical_hash(ident)}.json"
+    known = _remembered(file, ident)
+    if known is not None:
+        return known
+    started = now_ns()
+    watched = {**tree_stamps(conf), **_suite_dir_paths(overrides, conf)}  # before composing: see _remember
+    config = compose_config(list(overrides), conf_dir=conf_dir)
+    _remember(file, ident, config, watched, started, conf)
+    return config
+
+
+def _remembered(file: Path, ident: dict[str, Any]) -> EffectiveConfig | None:
+    entry = remembered(file, KIND, ident)
+    if entry is None:
+        return None
+    env, data, variant = entry.get("env"), entry.get("data"), entry.get("variant")
+    if not (isinstance(env, dict) and isinstance(data, dict) and isinstance(variant, str)):
+        return None
+    if any(env_digest(os.environ.get(name)) != digest for name, digest in env.items()):
+        return None
+    return EffectiveConfig(data=data, variant=variant, overrides=tuple(ident["overrides"]))
+
+
+def _suite_dir_paths(overrides: Sequence[str], conf: Path) -> dict[str, Any]:
+    """Stamps of what ``suite_dir=DIR`` makes composition look at: ``DIR``, ``DIR/<id>`` and
+    ``DIR/<id>/suite.json`` (whether ``suite=<id>`` is a bundled suite or one in ``DIR``)."""
+    if not any("suite_dir" in o for o in overrides):
+        return {}
+    from lab.config.overrides import _last_value, group_choice  # Hydra's parser, as compose reads them
+
+    suite_dir = _last_value(overrides, "suite_dir")
+    if not isinstance(suite_dir, str) or not suite_dir:
+        return {}
+    root = from_root(suite_dir)
+    name = group_choice(overrides, "suite", conf) or ""
+    return {str(p): stamp(p) for p in (root, root / name, root / name / "suite.json")}
+
+
+def _env_names(texts: Sequence[str]) -> set[str] | None:
+    """Names read through ``${oc.env:NAME}`` in ``texts``; None when another impure interpolation appears."""
+    names: set[str] = set()
+    for text in texts:
+        if "${" not in text:
+            continue
+        for resolver in _RESOLVER.findall(text):
+            if resolver != "oc.env" and resolver not in PURE_RESOLVERS:
+                return None
+        if text.count("oc.env") != len(_ENV_NAME.findall(text)):
+            return None  # a name that is itself an interpolation, or unreadable
+        names.update(_ENV_NAME.findall(text))
+    return names
+
+
+def _remember(file: Path, ident: dict[str, Any], config: EffectiveConfig, watched: dict[str, Any],
+              started: int, conf: Path) -> None:
+    """Write the entry for ``config`` when every rule of the module docstring allows it."""
+    import json
+
+    texts = list(ident["overrides"])
+    for path in watched:
+        if path.startswith(str(conf)) and path.endswith((".yaml", ".yml")):
+            try:
+                texts.append(Path(path).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                return
+    names = _env_names(texts)
+    if names is None or _credentials_named(names, config.data):
+        return
+    names.add("HOME")
+    inputs = dict(watched)
+    import hydra
+
+    # Where Hydra is installed: an install or removal there (a Hydra plugin adding a search path)
+    # changes the directory's stamp. Stamped now, so one since ``started`` is unsettled.
+    libraries = Path(hydra.__file__).resolve().parent.parent
+    inputs[str(libraries)] = stamp(libraries)
+    suite_dir = config.data.get("suite_dir")
+    if isinstance(suite_dir, str) and suite_dir and str(from_root(suite_dir)) not in inputs:
+        # Set in a config file: stamped after composing, so a change since ``started`` is unsettled.
+        inputs[str(from_root(suite_dir))] = stamp(from_root(suite_dir))
+    try:
+        if json.loads(json.dumps(config.data, allow_nan=False)) != config.data:
+            return
+    except (TypeError, ValueError):
+        return
+    env = {name: env_digest(os.environ.get(name)) for name in sorted(names)}
+    if remember(file, KIND, ident, inputs, started, {"env": env, "data": config.data, "variant": config.variant}):
+        _prune(file.parent)
+
+
+def _credentials_named(env_names: set[str], data: dict[str, Any]) -> bool:
+    """Whether a variable read or a provider header is named like a credential (never remembered)."""
+    from lab.export.credentials import CREDENTIAL_NAME, is_credential_header
+
+    headers = (data.get("provider") or {}).get("headers") or {}
+    return any(CREDENTIAL_NAME.search(n) for n in env_names) or any(is_credential_header(str(h)) for h in headers)
+
+
+def _prune(directory: Path) -> None:
+    """Keep the :data:`MAX_ENTRIES` newest entries (an entry for every sweep point would pile up)."""
+    try:
+        entries = sorted(directory.glob("*.json"), key=lambda p: p.stat().st_mtime_ns)
+        for old in entries[:-MAX_ENTRIES]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass

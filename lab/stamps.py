@@ -1,0 +1,274 @@
+"""File stamps, and what the lab remembers by them between commands (the no-op path).
+
+A *stamp* of a path is ``[size, mtime_ns, inode, ctime_ns]`` (``None``: the
+path does not exist or cannot be looked at). Writing a file sets its mtime
+and ctime to now; an atomic replace (temp file, rename) gives it a new inode;
+``touch -d`` can move the mtime back but sets the ctime to now. So a stamp
+stands for the file's bytes, except in one case make and git share: a second
+write, in place, of the same size, within the same clock tick as a first
+write that was stamped in between. The *settled* rule closes it: a result is
+remembered only when every file it was read from had an mtime at least
+:data:`RACY_NS` before the moment its stamp was taken; a file changed later
+than that is read again by the next command, and remembered then.
+
+What is remembered lives under ``<data dir>/.cache/`` (:func:`cache_dir`), one
+JSON document per entry, written atomically. An entry is checked when read:
+one that does not parse, has another ``kind`` or ``schemaVersion``, or names
+other inputs is ignored and rebuilt, never trusted and never an error.
+
+:class:`DigestCache` is the sha256 of a file's bytes by its stamp (harness
+sources, cassettes): a file is read and hashed once per version, not once per
+command.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from lab import paths
+
+Stamp = list[int]
+"""``[size, mtime_ns, inode, ctime_ns]``."""
+
+RACY_NS = 2_000_000_000
+"""How long a file must have been left alone before a result read from it is remembered: 2 s,
+the coarsest timestamp granularity of a common file system (FAT); ext4, xfs and tmpfs have a
+clock tick of a few milliseconds."""
+
+SCHEMA_VERSION = 1
+MAX_DIGESTS = 20_000
+"""Entries a :class:`DigestCache` keeps; past that the oldest are dropped (they are only hashed again)."""
+
+
+_CACHE_DIRS: dict[tuple[str | None, ...], Path] = {}
+
+
+def cache_dir(data: Path | None = None) -> Path:
+    """``<data dir>/.cache``: the lab's remembered results (safe to delete at any time)."""
+    if data is not None:
+        return data / ".cache"
+    key = tuple(os.environ.get(name) for name in ("LAB_DATA_DIR", "XDG_DATA_HOME", "HOME"))
+    if key not in _CACHE_DIRS:  # as paths.data_dir() decides it, from these variables
+        _CACHE_DIRS[key] = paths.data_dir() / ".cache"
+    return _CACHE_DIRS[key]
+
+
+def stamp(path: str | os.PathLike[str], *, follow: bool = True) -> Stamp | None:
+    """The stamp of ``path`` (links followed unless ``follow=False``); None when it cannot be looked at."""
+    try:
+        st = os.stat(path, follow_symlinks=follow)
+    except (OSError, ValueError):
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+def settled(stamps: Iterable[Stamp | None], since_ns: int) -> bool:
+    """Whether every stamp's mtime is at least :data:`RACY_NS` before ``since_ns`` (missing paths are settled)."""
+    return all(s is None or s[1] <= since_ns - RACY_NS for s in stamps)
+
+
+def now_ns() -> int:
+    """The wall clock in nanoseconds: file times are on that clock."""
+    return time.time_ns()
+
+
+def tree_stamps(root: Path, *, follow: bool = True) -> dict[str, Stamp | None]:
+    """Stamps of ``root`` and of every directory and file below it, by absolute path.
+
+    A directory's stamp changes when an entry is added, removed or renamed in
+    it, so checking the recorded paths alone notices a new file. With
+    ``follow=False`` links are stamped as links and not descended into.
+    """
+    found: dict[str, Stamp | None] = {str(root): stamp(root, follow=follow)}
+    for top, dirs, files in os.walk(root, followlinks=follow):
+        dirs.sort()
+        for name in [*dirs, *sorted(files)]:
+            full = os.path.join(top, name)
+            found[full] = stamp(full, follow=follow)
+    return found
+
+
+def stamps_unchanged(recorded: Mapping[str, Any]) -> bool:
+    """Whether every path in ``recorded`` (path -> stamp, as JSON gives it back) still has that stamp."""
+    return all(stamp(path) == value for path, value in recorded.items())
+
+
+_CODE_STAMPS: dict[str, Stamp | None] = {}
+
+
+def code_stamps() -> dict[str, Stamp | None]:
+    """Stamps of :func:`loaded_code_files`, taken now (and kept for :func:`code_unchanged`)."""
+    found = {file: stamp(file) for file in loaded_code_files()}
+    _CODE_STAMPS.update(found)
+    return found
+
+
+def code_unchanged(recorded: Mapping[str, Any]) -> bool:
+    """:func:`stamps_unchanged` for code files: each is looked at once per process (the code a
+    process runs is what it loaded; an edit after that is seen by the next command)."""
+    for file, value in recorded.items():
+        if file not in _CODE_STAMPS:
+            _CODE_STAMPS[file] = stamp(file)
+        if _CODE_STAMPS[file] != value:
+            return False
+    return True
+
+
+def loaded_code_files() -> list[str]:
+    """The files of the code this process has loaded that can change under it: every ``lab``
+    module, every file under ``lab/schemas/``, and the top-level module of every third-party
+    library (an upgrade rewrites it). Sorted, unique."""
+    files = set()
+    stdlib = sys.stdlib_module_names
+    for name, module in list(sys.modules.items()):
+        top = name.partition(".")[0]
+        if top == "lab" or ("." not in name and top not in stdlib):
+            file = getattr(module, "__file__", None)
+            if isinstance(file, str):
+                files.add(file)
+    files.update(str(p) for p in paths.SCHEMAS_DIR.glob("*") if p.is_file())
+    return sorted(files)
+
+
+def remembered(file: Path, kind: str, ident: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The entry of ``kind`` in ``file`` made for ``ident`` (compared whole), when every input and
+    code file it names still has its stamp (see :func:`remember`); else None."""
+    entry = read_entry(file, kind)
+    if entry is None or entry.get("ident") != ident:
+        return None
+    inputs, code = entry.get("inputs"), entry.get("code")
+    if not isinstance(inputs, dict) or not isinstance(code, dict):
+        return None
+    return entry if stamps_unchanged(inputs) and code_unchanged(code) else None
+
+
+def remember(file: Path, kind: str, ident: Mapping[str, Any], inputs: Mapping[str, Stamp | None],
+             since_ns: int, body: Mapping[str, Any]) -> bool:
+    """Write an entry of ``kind`` for ``ident``: ``body``, the stamps of its ``inputs`` and of the code
+    loaded now (:func:`code_stamps`). ``inputs`` must have been stamped before they were read, and
+    ``since_ns`` taken before that; nothing is written unless every stamp had settled by then (a
+    code file changed since then has not). Returns whether it was written."""
+    code = code_stamps()
+    if not settled([*inputs.values(), *code.values()], since_ns):
+        return False
+    return write_entry(file, kind, {"ident": dict(ident), "inputs": dict(inputs), "code": code, **body})
+
+
+def env_digest(value: str | None) -> str | None:
+    """sha256 hex of an environment value (None when unset): what an entry keeps instead of the value."""
+    return None if value is None else hashlib.sha256(value.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def read_entry(file: Path, kind: str) -> dict[str, Any] | None:
+    """The JSON document in ``file`` when it is an entry of ``kind`` at this schema version, else None."""
+    try:
+        doc = json.loads(file.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schemaVersion") != SCHEMA_VERSION or doc.get("kind") != kind:
+        return None
+    return doc
+
+
+def write_entry(file: Path, kind: str, body: Mapping[str, Any]) -> bool:
+    """Write an entry of ``kind`` atomically; False (and nothing written) when the disk refuses."""
+    from lab.files import write_atomic
+
+    doc = {"schemaVersion": SCHEMA_VERSION, "kind": kind, **body}
+    try:
+        write_atomic(file, json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    except (OSError, ValueError, TypeError):
+        return False
+    return True
+
+
+class DigestCache:
+    """sha256 hex of files by path, remembered per stamp in one JSON file.
+
+    Args:
+        file: where the digests are kept between commands (None: this process only).
+
+    Thread-safe. :meth:`save` writes what changed (atomically); two commands
+    saving at once lose one another's new entries, which are then hashed again.
+    """
+
+    KIND = "file-digests"
+
+    def __init__(self, file: Path | None) -> None:
+        self.file = file
+        self._entries: dict[str, list[Any]] | None = None
+        self._dirty = False
+        self._lock = threading.Lock()
+
+    def _loaded(self) -> dict[str, list[Any]]:
+        if self._entries is None:
+            doc = read_entry(self.file, self.KIND) if self.file is not None else None
+            entries = doc.get("files") if doc else None
+            self._entries = {k: v for k, v in entries.items() if isinstance(v, list) and len(v) == 5} \
+                if isinstance(entries, dict) else {}
+        return self._entries
+
+    def digest(self, path: Path) -> str | None:
+        """sha256 hex of the bytes of ``path`` (links followed); None when it is missing.
+
+        Raises:
+            OSError: the file exists but cannot be read.
+        """
+        key = str(path)
+        taken = now_ns()
+        st = stamp(path)
+        if st is None:
+            return None
+        with self._lock:
+            hit = self._loaded().get(key)
+        if hit is not None and hit[:4] == st and isinstance(hit[4], str):
+            return hit[4]
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        hexdigest = hashlib.sha256(data).hexdigest()
+        if settled([st], taken):
+            with self._lock:
+                entries = self._loaded()
+                entries.pop(key, None)
+                entries[key] = [*st, hexdigest]
+                self._dirty = True
+        return hexdigest
+
+    def save(self) -> None:
+        """Write the digests if any was added (at most :data:`MAX_DIGESTS`, newest kept)."""
+        with self._lock:
+            if not self._dirty or self.file is None or self._entries is None:
+                return
+            entries = dict(list(self._entries.items())[-MAX_DIGESTS:])
+            self._dirty = not write_entry(self.file, self.KIND, {"files": entries})
+
+
+_SHARED: dict[Path, DigestCache] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_digests() -> DigestCache:
+    """The process's :class:`DigestCache` for the current data dir (``.cache/digests.json``)."""
+    file = cache_dir() / "digests.json"
+    with _SHARED_LOCK:
+        if file not in _SHARED:
+            _SHARED[file] = DigestCache(file)
+        return _SHARED[file]
+
+
+def walk_files(root: Path, suffix: str) -> Iterator[Path]:
+    """Files under ``root`` whose name ends in ``suffix``, in the order of ``sorted(root.rglob('*' + suffix))``."""
+    found = []
+    for top, _dirs, files in os.walk(root):
+        found += [Path(top, name) for name in files if name.endswith(suffix)]
+    yield from sorted(found)

@@ -1,0 +1,212 @@
+"""The composed configuration remembered between commands (lab.config.cache).
+
+Every test composes a copy of the checkout's ``conf/`` (files aged so that
+they count as settled), once to remember it, then after a change: the
+cached path must give exactly what a fresh compose gives, and any change to
+what composition reads must compose again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import lab.config.cache as config_cache
+from lab.config.cache import compose_cached
+from lab.config.compose import compose_config
+from lab.errors import ConfigError
+from lab.paths import CONF_DIR
+from tests.helpers.lab_process import ROOT
+
+OLD_S = 1_000_000_000
+CONF_FILES = sorted(p.relative_to(CONF_DIR).as_posix() for p in CONF_DIR.rglob("*.yaml"))
+
+
+def age(root: Path) -> None:
+    for path in [root, *root.rglob("*")]:
+        os.utime(path, (OLD_S, OLD_S))
+
+
+@pytest.fixture
+def conf(tmp_path: Path) -> Path:
+    copy = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, copy)
+    age(copy)
+    return copy
+
+
+@pytest.fixture
+def composes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The override lists actually composed with Hydra (a spy around the real compose_config:
+    a cache hit is an observable absence of a call, not a mocked behaviour)."""
+    calls: list[list[str]] = []
+    real: Callable[..., Any] = compose_config
+
+    def spy(overrides: list[str], **kwargs: Any) -> Any:
+        calls.append(list(overrides))
+        return real(overrides, **kwargs)
+
+    monkeypatch.setattr(config_cache, "compose_config", spy)
+    return calls
+
+
+def cached(conf: Path, tmp_path: Path, overrides: list[str]) -> Any:
+    return compose_cached(overrides, conf_dir=conf, cache=tmp_path / "cache")
+
+
+@pytest.mark.parametrize("overrides", [[], ["suite=core", "k=3"], ["mode=replay", "provider=scripted"],
+                                       ["variant=no-compaction"], ["provider.model=other", "seed=7"],
+                                       ["agent=reference", "provider=scripted"], ["sandbox=none", "jobs=2"]])
+def test_a_remembered_configuration_is_the_composed_one(conf: Path, tmp_path: Path, composes: list[list[str]],
+                                                        overrides: list[str]) -> None:
+    first = cached(conf, tmp_path, overrides)
+    again = cached(conf, tmp_path, overrides)
+    fresh = compose_config(overrides, conf_dir=conf)
+    assert len(composes) == 1, "the second call is served from the cache"
+    assert again == fresh == first
+    assert again.config_hash() == fresh.config_hash() and again.config_hash("live") == fresh.config_hash("live")
+    assert again.measured_view() == fresh.measured_view() and again.variant == fresh.variant
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CONF_FILES)
+def test_editing_any_config_file_composes_again(conf: Path, tmp_path: Path, composes: list[list[str]],
+                                                name: str) -> None:
+    cached(conf, tmp_path, ["suite=core"])
+    with (conf / name).open("a", encoding="utf-8") as fh:
+        fh.write("\n# edited\n")
+    cached(conf, tmp_path, ["suite=core"])
+    assert len(composes) == 2
+
+
+def test_an_edit_that_keeps_size_and_mtime_composes_again(conf: Path, tmp_path: Path,
+                                                          composes: list[list[str]]) -> None:
+    first = cached(conf, tmp_path, ["suite=core"])
+    text = (conf / "config.yaml").read_text(encoding="utf-8")
+    assert "seed: 0 " in text
+    (conf / "config.yaml").write_text(text.replace("seed: 0 ", "seed: 5 "), encoding="utf-8")
+    os.utime(conf / "config.yaml", (OLD_S, OLD_S))
+    second = cached(conf, tmp_path, ["suite=core"])
+    assert (first.seed, second.seed, len(composes)) == (0, 5, 2)
+    assert second == compose_config(["suite=core"], conf_dir=conf)
+
+
+def test_a_new_option_file_composes_again(conf: Path, tmp_path: Path, composes: list[list[str]]) -> None:
+    with pytest.raises(ConfigError, match="no option 'terse'"):
+        cached(conf, tmp_path, ["variant=terse"])
+    cached(conf, tmp_path, [])
+    (conf / "variant" / "terse.yaml").write_text("# @package _global_\nagent:\n  max_output_tokens: 512\n",
+                                                 encoding="utf-8")
+    assert cached(conf, tmp_path, ["variant=terse"]).data["agent"]["max_output_tokens"] == 512
+    assert cached(conf, tmp_path, []).variant == "baseline"
+    assert len(composes) == 4  # the failed compose is not remembered; the new file changes conf/variant
+
+
+def test_another_override_list_is_another_entry(conf: Path, tmp_path: Path, composes: list[list[str]]) -> None:
+    assert cached(conf, tmp_path, ["k=2"]).k == 2
+    assert cached(conf, tmp_path, ["k=3"]).k == 3
+    assert cached(conf, tmp_path, ["k=2"]).k == 2
+    assert composes == [["k=2"], ["k=3"]]
+
+
+def test_an_environment_variable_the_configuration_reads_composes_again(
+        conf: Path, tmp_path: Path, composes: list[list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert cached(conf, tmp_path, ["provider=openai"]).data["provider"]["base_url"] == "http://127.0.0.1:9/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:10/v1")
+    assert cached(conf, tmp_path, ["provider=openai"]).data["provider"]["base_url"] == "http://127.0.0.1:10/v1"
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert cached(conf, tmp_path, ["provider=openai"]).data["provider"]["base_url"] == "https://api.openai.com/v1"
+    assert len(composes) == 3
+    cached(conf, tmp_path, ["provider=openai"])
+    assert len(composes) == 3
+
+
+def test_an_override_reading_the_environment_composes_again(conf: Path, tmp_path: Path, composes: list[list[str]],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    overrides = ["provider.model=${oc.env:LAB_TEST_MODEL,fallback}"]
+    monkeypatch.setenv("LAB_TEST_MODEL", "m1")
+    assert cached(conf, tmp_path, overrides).data["provider"]["model"] == "m1"
+    monkeypatch.setenv("LAB_TEST_MODEL", "m2")
+    assert cached(conf, tmp_path, overrides).data["provider"]["model"] == "m2"
+    assert len(composes) == 2
+
+
+@pytest.mark.parametrize("overrides", [["provider.model=${now:%H%M%S%f}"],
+                                       ["provider.model=${oc.env:SOME_TOKEN,x}"],
+                                       ["+provider.headers.X-Api-Token=abc"]])
+def test_configurations_that_must_not_be_remembered_are_composed_every_time(
+        conf: Path, tmp_path: Path, composes: list[list[str]], overrides: list[str]) -> None:
+    cached(conf, tmp_path, overrides)
+    cached(conf, tmp_path, overrides)
+    assert len(composes) == 2
+    assert not list((tmp_path / "cache").rglob("*.json"))
+
+
+def test_a_configuration_file_changed_just_now_is_not_remembered(conf: Path, tmp_path: Path,
+                                                                  composes: list[list[str]]) -> None:
+    (conf / "config.yaml").write_text((conf / "config.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    cached(conf, tmp_path, [])
+    cached(conf, tmp_path, [])
+    assert len(composes) == 2
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "foreign", "other overrides"])
+def test_a_corrupt_or_foreign_entry_is_composed_again(conf: Path, tmp_path: Path, composes: list[list[str]],
+                                                       damage: str) -> None:
+    good = cached(conf, tmp_path, ["k=4"])
+    (entry,) = (tmp_path / "cache" / "config").glob("*.json")
+    doc = json.loads(entry.read_text(encoding="utf-8"))
+    if damage == "truncate":
+        entry.write_bytes(entry.read_bytes()[:100])
+    elif damage == "garbage":
+        entry.write_bytes(b"\x00\xff" * 10)
+    elif damage == "foreign":
+        entry.write_text(json.dumps({**doc, "schemaVersion": 2, "data": {"k": 99}}), encoding="utf-8")
+    else:
+        entry.write_text(json.dumps({**doc, "ident": {**doc["ident"], "overrides": ["k=99"]},
+                                     "data": {**doc["data"], "k": 99}}), encoding="utf-8")
+    assert cached(conf, tmp_path, ["k=4"]) == good
+    assert len(composes) == 2
+
+
+def test_suite_dir_decides_again_when_the_suite_appears(conf: Path, tmp_path: Path, composes: list[list[str]]) -> None:
+    suites = tmp_path / "suites"
+    (suites / "core").mkdir(parents=True)
+    age(suites)
+    overrides = [f"suite_dir={suites}", "suite=core"]
+    assert cached(conf, tmp_path, overrides).data["suite"]["path"] == "suites/core"  # the bundled one
+    (suites / "core" / "suite.json").write_text("{}", encoding="utf-8")
+    external = cached(conf, tmp_path, overrides)
+    assert external.data["suite"]["path"] is None and external.data["suite"]["id"] == "core"
+    assert len(composes) == 2
+
+
+def test_a_remembered_compose_loads_neither_hydra_nor_omegaconf(tmp_path: Path) -> None:
+    """What the cache is for: the second command composes nothing (a real process each time)."""
+    code = ("import json, sys; from lab.config.cache import compose_cached; "
+            "c = compose_cached(['suite=core', 'k=2']); "
+            "print(json.dumps({'hydra': 'hydra' in sys.modules, 'omegaconf': 'omegaconf' in sys.modules, "
+            "'hash': c.config_hash(), 'data': c.data}))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env["LAB_DATA_DIR"] = str(tmp_path / "runs")
+
+    def child() -> dict[str, Any]:
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                             check=True, timeout=120).stdout
+        result: dict[str, Any] = json.loads(out)
+        return result
+
+    first, second = child(), child()
+    fresh = compose_config(["suite=core", "k=2"])
+    assert (first["hydra"], first["omegaconf"]) == (True, True)
+    assert (second["hydra"], second["omegaconf"]) == (False, False)
+    assert second["hash"] == first["hash"] == fresh.config_hash() and second["data"] == fresh.data
