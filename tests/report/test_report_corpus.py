@@ -14,7 +14,9 @@ log, characters XML cannot hold).
 The golden files under ``tests/golden/report-corpus/`` were written by the
 in-memory writer as it was before reports were streamed (build_report +
 write_report over every loaded record, filtered as ``report_action`` filters
-them), so the streaming writer is held to the same bytes, file by file.
+them); both that writer and the streaming one
+(``lab.report.write_report_from_files``, what an eval's report task calls)
+are held to them, file by file, and to each other byte for byte.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from lab.report import build_report, write_report
+from lab.report import build_report, write_report, write_report_from_files
 from tests.helpers.golden import check_golden
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "records.jsonl"
@@ -144,14 +146,22 @@ def case(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     root = tmp_path_factory.mktemp(f"corpus-{request.param}")
     head, paths, expected = stored(request.param, root)
     write_in_memory(root / "memory", head, paths, expected)
+    kept = write_report_from_files(root / "streamed", head, paths, expected=expected)
+    assert kept == sum(1 for _ in (root / "runs").rglob("*.json")) - CASES[request.param].get("foreign", 0)
     return request.param, root
 
 
 @pytest.mark.parametrize("name", GOLDEN_FILES)
-def test_in_memory_report_matches_golden(request: pytest.FixtureRequest, case: tuple[str, Path], name: str) -> None:
+@pytest.mark.parametrize("writer", ["memory", "streamed"])
+def test_report_matches_golden(request: pytest.FixtureRequest, case: tuple[str, Path], writer: str, name: str) -> None:
     name_of_case, root = case
     check_golden(request.config, f"report-corpus/{name_of_case}/{name}",
-                 (root / "memory" / name).read_text(encoding="utf-8"), tmp_paths=(root,))
+                 (root / writer / name).read_text(encoding="utf-8"), tmp_paths=(root,))
+
+
+def test_streamed_report_is_the_in_memory_one_byte_for_byte(case: tuple[str, Path]) -> None:
+    _, root = case
+    assert tree(root / "streamed") == tree(root / "memory")
 
 
 def test_runs_jsonl_holds_each_kept_record_in_report_order(case: tuple[str, Path]) -> None:
