@@ -139,7 +139,7 @@ class HtmlRuns:
             path.parent.mkdir(mode=0o755, exist_ok=True)
             self._page = open(path, "w", encoding="utf-8")
             head, self._page_tail = self._page_frame(position)
-            self._page.write(head)
+            self._page.write(encodable(head))
         assert self._page is not None
         self._page.write(encodable(section))
 
@@ -156,9 +156,11 @@ class HtmlRuns:
 
     def _page_close(self) -> None:
         if self._page is not None:
-            self._page.write(self._page_tail)
-            self._page.close()
-            self._page = None
+            try:
+                self._page.write(encodable(self._page_tail))
+            finally:
+                self._page.close()
+                self._page = None
 
     def close(self) -> None:
         """Close the last task and the last run page (call once after the last run)."""

@@ -101,16 +101,18 @@ def _write_all(staging: Path, records: Iterable[dict[str, Any]], count: int, hea
     html = HtmlRuns(count, f"{h['suiteId']} {h['suiteVersion']}", new_list, staging)
     junit = JunitRuns(new_list)
     failed = new_list()
-    with open(staging / "runs.jsonl", "w", encoding="utf-8") as runs:
-        for record in records:
-            runs.write(line(record))
-            if tally is not None:
-                tally.add(record)
-            html.add(record)
-            junit.add(record)
-            for row in failed_rows(record):
-                failed.append(row)
-    html.close()
+    try:
+        with open(staging / "runs.jsonl", "w", encoding="utf-8") as runs:
+            for record in records:
+                runs.write(line(record))
+                if tally is not None:
+                    tally.add(record)
+                html.add(record)
+                junit.add(record)
+                for row in failed_rows(record):
+                    failed.append(row)
+    finally:
+        html.close()  # the last run page (also when a record could not be read: no open file left)
     junit.close()
     if tally is not None:
         doc = tally.document()
