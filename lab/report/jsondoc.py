@@ -1,9 +1,10 @@
-"""report.json written in chunks: the bytes of ``lab.files.dumps_json``, with lists read from spools as written."""
+"""report.json written in chunks (the bytes of ``lab.files.dumps_json``, lists read from spools), and read back."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from lab.files import encodable, ordered
@@ -55,3 +56,35 @@ def _holds_spool(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return any(_holds_spool(v) for v in value)
     return False
+
+
+def load_document(path: Path, *, runs: bool = True) -> dict[str, Any]:
+    """A report.json document as written by the lab; ``runs=False`` leaves its ``runs`` lines unread.
+
+    A 100k-run report.json is mostly its ``runs`` lines; a reader that needs
+    only the figures (the closing summary) skips them line by line, as the
+    lab writes them (:func:`iter_dumps_json`: the top-level members at two
+    spaces, everything inside deeper), and gets the document without ``runs``.
+
+    Raises:
+        OSError: the file cannot be read; ValueError: it is not JSON.
+    """
+    if runs:
+        with open(path, encoding="utf-8") as fh:
+            return dict(json.load(fh))
+    kept: list[str] = []
+    with open(path, encoding="utf-8") as fh:
+        skipping = False
+        for line in fh:
+            if skipping:
+                if line.startswith("  ]"):  # the closing bracket of the top-level runs list
+                    kept.append('  "runs": []' + line[3:])
+                    skipping = False
+                continue
+            if line == '  "runs": [\n':
+                skipping = True
+                continue
+            kept.append(line)
+    doc = dict(json.loads("".join(kept)))
+    doc.pop("runs", None)
+    return doc

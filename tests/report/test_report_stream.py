@@ -253,3 +253,15 @@ def test_a_small_report_opens_in_headless_chromium_with_its_evidence(tmp_path: P
 def test_out_copies_the_run_pages_too(large_report: Path, tmp_path: Path) -> None:
     copy_files(large_report, tmp_path / "out")
     assert tree(tmp_path / "out") == tree(large_report)
+
+
+@pytest.mark.parametrize("runs", [0, 1, 60])
+def test_the_figures_are_read_back_without_the_run_lines(tmp_path: Path, runs: int) -> None:
+    from lab.report.jsondoc import load_document
+
+    records = records_for(runs)
+    write_report_from_files(tmp_path / "r", make_header(k=9), store(records, tmp_path / "runs"))
+    whole = json.loads((tmp_path / "r" / "report.json").read_text(encoding="utf-8"))
+    assert len(whole["runs"]) == runs
+    assert load_document(tmp_path / "r" / "report.json", runs=False) == {k: v for k, v in whole.items() if k != "runs"}
+    assert load_document(tmp_path / "r" / "report.json") == whole
