@@ -18,6 +18,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from lab.report.build import sort_records
 from lab.report.evidence import RUNS_PER_PAGE, HtmlRuns, environment, page_links, run_anchor, task_anchor
 from lab.report.markdown import (
     DASH,
@@ -45,8 +46,6 @@ def iter_html(doc: dict[str, Any], runs: HtmlRuns) -> Iterator[str]:
 
 def render_html(doc: dict[str, Any], records: list[dict[str, Any]]) -> str:
     """The index.html text for a report document and its run records (no run pages are written)."""
-    from lab.report.build import sort_records
-
     h = doc["header"]
     runs = HtmlRuns(len(records), f"{h['suiteId']} {h['suiteVersion']}")
     for record in sort_records(records):

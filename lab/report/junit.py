@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 from xml.sax.saxutils import escape
 
+from lab.report.build import sort_records
 from lab.report.markdown import endpoint_text
 from lab.report.metrics import NewList, claimed_success
 
@@ -101,8 +102,6 @@ class JunitRuns:
 
 def render_junit(doc: dict[str, Any], records: list[dict[str, Any]]) -> str:
     """The junit.xml text (UTF-8 declaration, indented) for a report and its run records."""
-    from lab.report.build import sort_records
-
     runs = JunitRuns()
     for record in sort_records(records):
         runs.add(record)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from lab.report.build import sort_records
 from lab.report.tables import table_lines
 
 DASH = "—"
@@ -99,8 +100,6 @@ def render_markdown(doc: dict[str, Any], records: list[dict[str, Any]] | None = 
     was judged and did not pass failed: the failing verifiers and their detail,
     or the budget that stopped it (as ``index.html`` and ``junit.xml`` do).
     """
-    from lab.report.build import sort_records
-
     failed = [row for run in sort_records(records or []) for row in failed_rows(run)]
     return "".join(iter_markdown(doc, failed))
 

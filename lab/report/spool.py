@@ -30,14 +30,13 @@ class Spool:
     back as a list); items kept in memory are returned as appended.
 
     Args:
-        directory: where the spill file goes (an anonymous temp file); None
-            with ``limit`` None keeps everything in memory.
-        limit: items kept in memory before spilling; None never spills.
+        directory: where the spill file goes; None keeps every item in memory.
+        limit: items kept in memory before spilling (default ``SPOOL_ITEMS``).
     """
 
-    def __init__(self, directory: Path | None = None, limit: int | None = SPOOL_ITEMS) -> None:
+    def __init__(self, directory: Path | None = None, limit: int | None = None) -> None:
         self._directory = directory
-        self._limit = limit
+        self._limit = None if directory is None else SPOOL_ITEMS if limit is None else limit
         self._items: list[Any] = []
         self._file: IO[str] | None = None
         self._path: Path | None = None
@@ -107,13 +106,13 @@ class ExternalSort:
     """Sort JSON lists (compared as tuples) in bounded memory: sorted runs of ``limit`` items on disk, then merged.
 
     Args:
-        directory: where the sorted runs go (anonymous temp files).
-        limit: items sorted in memory at a time.
+        directory: where the sorted runs go (anonymous temp files; None: the system's temp directory).
+        limit: items sorted in memory at a time (default ``SORT_ITEMS``).
     """
 
-    def __init__(self, directory: Path | None = None, limit: int = SORT_ITEMS) -> None:
+    def __init__(self, directory: Path | None = None, limit: int | None = None) -> None:
         self._directory = directory
-        self._limit = limit
+        self._limit = SORT_ITEMS if limit is None else limit
         self._buffer: list[list[Any]] = []
         self._runs: list[IO[str]] = []
 

@@ -130,19 +130,16 @@ class ReportTally:
         planned_tasks: task ids that get a block even without a record.
         new_list: makes every list that grows with the runs or the tasks:
             ``list`` in memory, or a spool factory for a streaming writer.
-        with_runs: keep ``runs`` (one line per record); False leaves it to the caller.
 
     Raises (from :meth:`add`):
         ValueError: a record out of report order, or with an unknown status.
     """
 
-    def __init__(self, header: dict[str, Any], *, planned_tasks: Sequence[str] = (), new_list: NewList = list,
-                 with_runs: bool = True) -> None:
+    def __init__(self, header: dict[str, Any], *, planned_tasks: Sequence[str] = (), new_list: NewList = list) -> None:
         self.header, self.k = header, int(header["k"])
         self.rates = header.get("rates") or {}
         self._priced = priced_rates(self.rates)
         self._new_list = new_list
-        self._run_line = run_line if with_runs else None
         self._planned = sorted(set(planned_tasks), reverse=True)  # popped from the end, in order
         self.all = Scope(self._priced, new_list)
         requested = header.get("runsRequested")
@@ -177,8 +174,7 @@ class ReportTally:
         if record["status"] == "error":
             self.errors.append({"taskId": record["taskId"], "repetition": record["repetition"],
                                 "kind": error.get("kind"), "message": error.get("message")})
-        if self._run_line is not None:
-            self.runs.append(self._run_line(record))
+        self.runs.append(run_line(record))
 
     def _open_task(self, task_id: str) -> None:
         while self._planned and self._planned[-1] < task_id:  # planned tasks without a record come first
@@ -247,8 +243,7 @@ class ReportTally:
                                 "tasks": self.estimated_tasks}
         doc["repetition"] = self.repetition.block()
         doc["errors"] = self.errors
-        if self._run_line is not None:
-            doc["runs"] = self.runs
+        doc["runs"] = self.runs
         return doc
 
     def _summary(self, replay: bool) -> dict[str, Any]:

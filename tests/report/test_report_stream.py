@@ -80,8 +80,8 @@ def test_long_lists_spill_to_disk_and_give_the_same_report(tmp_path: Path, monke
     paths = store(records, tmp_path / "runs")
     header = make_header(k=8, rates=(1.0, 4.0))
     write_report_from_files(tmp_path / "big", header, paths)
-    monkeypatch.setattr(spool.Spool.__init__, "__defaults__", (None, 3))
-    monkeypatch.setattr(spool.ExternalSort.__init__, "__defaults__", (None, 7))
+    monkeypatch.setattr(spool, "SPOOL_ITEMS", 3)
+    monkeypatch.setattr(spool, "SORT_ITEMS", 7)
     write_report_from_files(tmp_path / "small", header, paths)
     assert tree(tmp_path / "small") == tree(tmp_path / "big")
 
