@@ -9,17 +9,19 @@ Wall seconds, CPU seconds and peak RSS come from the OS; sizes are
 interleaved across repetitions and the medians printed, with the 100k / 10k
 ratios (a linear build gives ratios near 10).
 
-    .venv/bin/python benchmarks/report_build.py [N …] [--repeats R] [--tasks T] [--lab DIR]
+    .venv/bin/python benchmarks/report_build.py [N …] [--repeats R] [--tasks T] [--lab DIR …]
 
-``--lab DIR`` builds with the lab package found in DIR (another checkout),
-for before / after figures; a lab without the streaming writer loads every
-record and calls ``build_report`` and ``write_report``, as its report task did.
+``--lab DIR`` builds with the lab package found in DIR (another checkout;
+``.`` is this one), repeatable for before / after figures measured side by
+side; a lab without the streaming writer loads every record and calls
+``build_report`` and ``write_report``, as its report task did.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -117,11 +119,11 @@ def build_in_child(n: int, tasks: int, listing: Path, out: Path, lab: Path | Non
     """
     env = None
     if lab is not None:  # that checkout's lab first, and not this one's editable install
-        import os
-        shim = Path(tempfile.mkdtemp(prefix="lab-shim."))
+        shim = out.parent / "shim"
+        shim.mkdir(exist_ok=True)
         (shim / "sitecustomize.py").write_text(
             "import sys\nsys.meta_path[:] = [f for f in sys.meta_path if '__editable__' not in repr(f)]\n")
-        env = {**os.environ, "PYTHONPATH": f"{shim}:{lab}"}
+        env = {**os.environ, "PYTHONPATH": f"{shim}:{lab.absolute()}"}
     t0 = time.perf_counter()
     result = subprocess.run(["/usr/bin/time", "-v", sys.executable, "-c", CHILD, str(listing), str(out),
                              json.dumps(header(n, tasks)), *(["inputs-only"] if inputs_only else [])],
@@ -135,23 +137,32 @@ def build_in_child(n: int, tasks: int, listing: Path, out: Path, lab: Path | Non
     return wall_s, cpu_s, int(fields["Maximum resident set size (kbytes)"]) / 1024
 
 
-def measure(sizes: list[int], repeats: int, tasks: int, lab: Path | None) -> dict[int, tuple[float, ...]]:
-    """Median (wall s, CPU s, peak RSS MiB, inputs' peak RSS MiB) per size, sizes interleaved across repetitions."""
+Sample = tuple[float, float, float]
+
+
+def measure(sizes: list[int], repeats: int, tasks: int,
+            labs: list[Path | None]) -> dict[tuple[Path | None, int], tuple[float, ...]]:
+    """Median (wall s, CPU s, peak RSS MiB, the process's RSS before the build) per (lab, size).
+
+    Labs and sizes are interleaved within each repetition, so a change in the
+    machine's load falls on all of them alike.
+    """
     # In memory (tmpfs) when the machine has one: writing and deleting 110k small files on a
     # disk is slower than the builds being measured, and would time the disk, not the lab.
     shm = Path("/dev/shm")
     with tempfile.TemporaryDirectory(dir=shm if shm.is_dir() else None) as tmp:
         listings = {n: write_records(n, tasks, Path(tmp) / str(n)) for n in sizes}
-        samples: dict[int, list[tuple[float, float, float]]] = {n: [] for n in sizes}
-        inputs = {n: build_in_child(n, tasks, listings[n], Path(tmp) / str(n) / "report", lab, True)[2]
-                  for n in sizes}
+        keys = [(lab, n) for lab in labs for n in sizes]
+        samples: dict[tuple[Path | None, int], list[Sample]] = {key: [] for key in keys}
+        inputs = {(lab, n): build_in_child(n, tasks, listings[n], Path(tmp) / str(n) / "report", lab, True)[2]
+                  for lab, n in keys}
         for _ in range(repeats):
-            for n in sizes:
-                samples[n].append(build_in_child(n, tasks, listings[n], Path(tmp) / str(n) / "report", lab))
-                wall_s, cpu_s, rss = samples[n][-1]
-                print(f"  (sample: {n} runs: {wall_s:.1f} s wall, {cpu_s:.1f} s CPU, {rss:.0f} MiB)",
-                      file=sys.stderr, flush=True)
-    return {n: (*(statistics.median(s[i] for s in samples[n]) for i in range(3)), inputs[n]) for n in sizes}
+            for lab, n in keys:
+                sample = build_in_child(n, tasks, listings[n], Path(tmp) / str(n) / "report", lab)
+                samples[(lab, n)].append(sample)
+                print(f"  (sample: {lab or 'this lab'}, {n} runs: {sample[0]:.1f} s wall, {sample[1]:.1f} s CPU, "
+                      f"{sample[2]:.0f} MiB)", file=sys.stderr, flush=True)
+    return {key: (*(statistics.median(s[i] for s in samples[key]) for i in range(3)), inputs[key]) for key in keys}
 
 
 def main(argv: list[str]) -> int:
@@ -159,19 +170,23 @@ def main(argv: list[str]) -> int:
     parser.add_argument("sizes", nargs="*", type=int, default=[10_000, 100_000])
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--tasks", type=int, default=50)
-    parser.add_argument("--lab", type=Path, default=None, help="a checkout whose lab package builds the report")
+    parser.add_argument("--lab", type=Path, action="append", default=None,
+                        help="a directory holding another lab package (repeatable; '.' is this checkout's)")
     args = parser.parse_args(argv)
     sizes = args.sizes
-    results = measure(sizes, args.repeats, args.tasks, args.lab)
-    for n in sizes:
-        wall_s, cpu_s, rss, inputs = results[n]
-        print(f"report build, {n} runs over {args.tasks} tasks: {wall_s:.1f} s wall, {cpu_s:.1f} s CPU, "
-              f"peak RSS {rss:.0f} MiB (the process before the build: {inputs:.0f} MiB)")
-    if len(sizes) > 1:
-        small, large = sizes[0], sizes[-1]
-        print(f"ratio {large} / {small}: CPU x{results[large][1] / results[small][1]:.1f}, "
-              f"wall x{results[large][0] / results[small][0]:.1f}, "
-              f"peak RSS x{results[large][2] / results[small][2]:.1f}")
+    labs: list[Path | None] = [None if lab == Path(".") else lab for lab in args.lab or [Path(".")]]
+    results = measure(sizes, args.repeats, args.tasks, labs)
+    load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else ["?"]
+    print(f"(load average at the end: {' '.join(load)})")
+    for lab in labs:
+        for n in sizes:
+            wall_s, cpu_s, rss, inputs = results[(lab, n)]
+            print(f"{lab or 'this lab'}: report build, {n} runs over {args.tasks} tasks: {wall_s:.1f} s wall, "
+                  f"{cpu_s:.1f} s CPU, peak RSS {rss:.0f} MiB (the process before the build: {inputs:.0f} MiB)")
+        if len(sizes) > 1:
+            (w0, c0, r0, _), (w1, c1, r1, _) = results[(lab, sizes[0])], results[(lab, sizes[-1])]
+            print(f"{lab or 'this lab'}: ratio {sizes[-1]} / {sizes[0]}: CPU x{c1 / c0:.1f}, wall x{w1 / w0:.1f}, "
+                  f"peak RSS x{r1 / r0:.1f}")
     return 0
 
 
