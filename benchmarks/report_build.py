@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 SHA = "0" * 64
+TASKS = 50
 
 CHILD = """
 import json, sys
@@ -58,7 +59,7 @@ else:
 """
 
 
-def synthetic_records(n: int, tasks: int, seed: int = 0) -> Iterator[dict[str, Any]]:
+def synthetic_records(n: int, tasks: int = TASKS, seed: int = 0) -> Iterator[dict[str, Any]]:
     """``n`` run records over ``tasks`` tasks: mixed statuses, usage, three verifiers and six events each."""
     rng = random.Random(seed)
     for i in range(n):
@@ -169,7 +170,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("sizes", nargs="*", type=int, default=[10_000, 100_000])
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--tasks", type=int, default=50)
+    parser.add_argument("--tasks", type=int, default=TASKS)
     parser.add_argument("--lab", type=Path, action="append", default=None,
                         help="a directory holding another lab package (repeatable; '.' is this checkout's)")
     args = parser.parse_args(argv)
