@@ -101,15 +101,15 @@ def publish_dir(staging: Path, final: Path) -> None:
 
 
 def copy_files(source: Path, target: Path) -> None:
-    """Copy every file of directory ``source`` into directory ``target``, each atomically.
+    """Copy every file of directory ``source`` (subdirectories included) into ``target``, each atomically.
 
     Files already in ``target`` that ``source`` lacks are left alone: ``target``
     may be any directory the user names, so nothing in it is ever deleted.
     """
     target.mkdir(parents=True, exist_ok=True)
-    for path in sorted(source.iterdir()):
+    for path in sorted(source.rglob("*")):
         if path.is_file():
-            write_atomic(target / path.name, path.read_bytes())
+            write_atomic(target / path.relative_to(source), path.read_bytes())
 
 
 def unwritable_dir_reason(path: Path) -> str | None:

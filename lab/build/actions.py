@@ -268,24 +268,23 @@ def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict
     other inputs (an older cassette, harness or suite; an eval voided before
     it re-ran that run) is not this eval's result and counts as not run.
     """
-    import json
-
     from doit.exceptions import TaskFailed
 
-    from lab.report import build_report, write_report
+    from lab.errors import LabError
+    from lab.report import write_report_from_files
 
     ctx = prep.ctx
     if ctx.cancel.is_set():
         return TaskFailed("cancelled: no report published", report=False)
     from lab.build.claims import claim, report_lock
 
-    with claim(report_lock(report_dir)):  # built from the records on disk, published whole
-        runs = [json.loads(p.read_text(encoding="utf-8")) for p in records if p.exists()]
-        if expected is not None:
-            wanted = {json.dumps(i, sort_keys=True) for i in expected}
-            runs = [r for r in runs if json.dumps(r.get("inputs"), sort_keys=True) in wanted]
-        doc = build_report({**header, "voided": len(runs) < len(records)}, runs)
-        write_report(report_dir, doc, runs)
+    with claim(report_lock(report_dir)):  # built from the records on disk (streamed), published whole
+        try:
+            write_report_from_files(report_dir, header, records, expected=expected)
+        except LabError as exc:  # a record file that is not a run record
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            ctx.events.emit("run_error", reason=str(exc), exitCode=1)
+            return TaskFailed(str(exc), report=False)
         digest = records_digest(records, header)
     ctx.events.emit("report_written", path=str(report_dir))
     return {"records": digest}

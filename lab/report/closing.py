@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from tabulate import tabulate
 
+from lab.report.jsondoc import load_document
 from lab.report.markdown import endpoint_text
 
 LOW_POWER_RUNS = 5  # as lab.report.build; the flag itself is read from the report
@@ -29,7 +29,7 @@ def summarise(report_dir: Path) -> tuple[int, str]:
     run could not be judged (infrastructure error), otherwise 0 — a failing
     task is data, not an error.
     """
-    doc = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+    doc = load_document(report_dir / "report.json", runs=False)  # the figures, not 100k run lines
     h, s = doc["header"], doc["summary"]
     rate = "—" if s["successRate"] is None else f"{100 * s['successRate']:.1f}%"
     if s["wilson95"] is not None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
-from lab.files import dumps_line, ordered
-from lab.report.build import run_line, sort_records
+from lab.files import dumps_line, encodable, ordered
+from lab.report.tally import run_line
 
 RUN_LINE_SCHEMA_VERSION = 1
 EVENT_SCHEMA = "lab.event.v1"
@@ -30,16 +30,6 @@ def run_json_line(record: dict[str, Any]) -> str:
     return json.dumps(ordered(line), ensure_ascii=False, separators=(",", ":"))
 
 
-def iter_runs_jsonl(records: Iterable[dict[str, Any]]) -> Iterator[str]:
-    """``runs.jsonl`` line by line: every full run record, in report order."""
-    return (dumps_line(r) for r in sort_records(records))
-
-
-def runs_jsonl(records: Iterable[dict[str, Any]]) -> str:
-    """``runs.jsonl`` as one string (see :func:`iter_runs_jsonl`)."""
-    return "".join(iter_runs_jsonl(records))
-
-
 def derived_events(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """One ``run_finished`` lifecycle event per record, for reports built without the event stream.
 
@@ -54,12 +44,21 @@ def derived_events(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(events, key=lambda e: (e["ts"] or "", e["taskId"], e["repetition"]))
 
 
-def iter_events_jsonl(events: list[dict[str, Any]] | None, records: Iterable[dict[str, Any]]) -> Iterator[str]:
-    """``events.jsonl`` line by line: ``events`` as given (in order), or :func:`derived_events` when None."""
-    chosen = derived_events(records) if events is None else events
-    return (dumps_line(e) for e in chosen)
+def record_line(record: dict[str, Any]) -> str:
+    """``lab.files.dumps_line(record)`` for a record parsed from JSON (dicts, lists and scalars only), faster.
 
-
-def events_jsonl(events: list[dict[str, Any]] | None, records: Iterable[dict[str, Any]]) -> str:
-    """``events.jsonl`` as one string (see :func:`iter_events_jsonl`)."""
-    return "".join(iter_events_jsonl(events, records))
+    Keys are sorted by the C encoder with ``schemaVersion`` put first at the
+    top; a nested ``schemaVersion`` key (which :func:`lab.files.ordered` also
+    puts first) or a key that cannot be sorted takes the general path.
+    """
+    rest = {k: v for k, v in record.items() if k != "schemaVersion"}
+    try:
+        text = json.dumps(rest, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    except TypeError:
+        return dumps_line(record)
+    version = record.get("schemaVersion")
+    if '"schemaVersion":' in text or isinstance(version, (dict, list)):
+        return dumps_line(record)
+    if "schemaVersion" in record:
+        text = '{"schemaVersion":' + json.dumps(version, ensure_ascii=False) + ("}" if text == "{}" else "," + text[1:])
+    return encodable(text) + "\n"

@@ -1,14 +1,19 @@
 """report.md: the conditions, the rates, then measured and estimated tables apart (SPEC M8).
 
 Only formats a report document from :func:`lab.report.build.build_report`;
-it computes nothing. Unknown figures print as an em dash.
+it computes nothing. Unknown figures print as an em dash. :func:`iter_markdown`
+writes it line by line; its long tables (errors, failed runs, per task) read
+their rows from the document's lists, which may be spools
+(``lab.report.spool``), so a 100k-run report.md is never one string.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from tabulate import tabulate
+from lab.report.build import sort_records
+from lab.report.tables import table_lines
 
 DASH = "—"
 
@@ -37,9 +42,20 @@ def _cell(text: Any) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def _table(rows: list[tuple[Any, ...]], headers: list[str]) -> list[str]:
-    safe = [tuple(_cell(c) for c in row) for row in rows]
-    return [tabulate(safe, headers=headers, tablefmt="github", disable_numparse=True), ""]
+class Rows:
+    """A re-iterable view of ``source`` (a list or a spool) with ``row`` applied to each item."""
+
+    def __init__(self, source: Iterable[Any], row: Callable[[Any], tuple[Any, ...]]) -> None:
+        self.source, self.row = source, row
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return map(self.row, self.source)
+
+
+def _table(rows: Iterable[tuple[Any, ...]], headers: list[str]) -> Iterator[str]:
+    """A table's lines (rows iterated twice), then an empty line."""
+    yield from table_lines(rows, headers, cell=_cell)
+    yield ""
 
 
 def conditions(h: dict[str, Any]) -> list[tuple[str, str]]:
@@ -84,44 +100,62 @@ def render_markdown(doc: dict[str, Any], records: list[dict[str, Any]] | None = 
     was judged and did not pass failed: the failing verifiers and their detail,
     or the budget that stopped it (as ``index.html`` and ``junit.xml`` do).
     """
+    failed = [row for run in sort_records(records or []) for row in failed_rows(run)]
+    return "".join(iter_markdown(doc, failed))
+
+
+def iter_markdown(doc: dict[str, Any], failed: Iterable[tuple[Any, ...]] = ()) -> Iterator[str]:
+    """report.md in chunks (see :func:`render_markdown`).
+
+    Args:
+        doc: the report document (its lists may be spools).
+        failed: the "Failed runs" rows (:func:`failed_rows` of each run, in
+            report order), iterated twice; none leaves the section out.
+    """
+    first = True
+    for line in _lines(doc, failed):
+        yield line if first else "\n" + line
+        first = False
+
+
+def _lines(doc: dict[str, Any], failed: Iterable[tuple[Any, ...]]) -> Iterator[str]:
     h, s = doc["header"], doc["summary"]
-    lines = [f"# {h['suiteId']} {h['suiteVersion']} — {h['mode']}", ""]
+    yield from (f"# {h['suiteId']} {h['suiteVersion']} — {h['mode']}", "")
     if "note" in h:
-        lines += [f"> {h['note']}", ""]
-    lines += ["## Conditions", ""] + _table(conditions(h), ["", ""])
-    lines += ["## Summary", ""] + _table(summary_rows(s), ["", ""])
-    lines += [line for notice in notices(doc) for line in (notice, "")]
-    lines += ["## Tasks", ""] + _task_table(doc["tasks"], replay=doc["header"].get("mode") == "replay")
-    lines += _repetition_lines(doc["repetition"])
-    lines += _measured_lines(doc.get("measured"))
-    lines += _estimated_lines(doc.get("estimated"), doc)
+        yield from (f"> {h['note']}", "")
+    yield from ("## Conditions", "")
+    yield from _table(conditions(h), ["", ""])
+    yield from ("## Summary", "")
+    yield from _table(summary_rows(s), ["", ""])
+    yield from (line for notice in notices(doc) for line in (notice, ""))
+    yield from ("## Tasks", "")
+    yield from _task_table(doc["tasks"], replay=doc["header"].get("mode") == "replay")
+    yield from _repetition_lines(doc["repetition"])
+    yield from _measured_lines(doc.get("measured"))
+    yield from _estimated_lines(doc.get("estimated"), doc)
     if doc["errors"]:
-        lines += ["## Errors (not judged)", ""]
-        lines += _table([(e["taskId"], e["repetition"], e["kind"], e["message"]) for e in doc["errors"]],
-                        ["task", "rep", "kind", "message"])
-    lines += failed_run_lines(records or [])
-    return "\n".join(lines)
+        yield from ("## Errors (not judged)", "")
+        yield from _table(Rows(doc["errors"], lambda e: (e["taskId"], e["repetition"], e["kind"], e["message"])),
+                          ["task", "rep", "kind", "message"])
+    if failed:
+        yield from ("## Failed runs", "")
+        yield from _table(failed, ["task", "rep", "status", "failing check", "detail"])
 
 
 DETAIL_CHARS = 200
 """Longest verifier detail shown in report.md (the full text is in runs.jsonl and index.html)."""
 
 
-def failed_run_lines(records: list[dict[str, Any]]) -> list[str]:
-    """The "Failed runs" section: one row per failing verifier of each fail / budget_exceeded run."""
-    from lab.report.build import sort_records
-
-    rows = []
-    for run in sort_records(r for r in records if r["status"] in ("fail", "budget_exceeded")):
-        reasons = [(f"{v['id']} ({v.get('kind', '?')})", _one_line(v.get("detail")))
-                   for v in run.get("verifiers", []) if v["status"] != "pass"]
-        if run["status"] == "budget_exceeded":
-            reasons.insert(0, ("budget", _one_line(run.get("budgetExceeded") or "exceeded")))
-        for why, detail in reasons or [("—", "no verifier failed")]:
-            rows.append((run["taskId"], run["repetition"], run["status"], why, detail))
-    if not rows:
+def failed_rows(run: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The "Failed runs" rows of one run: one per failing verifier of a fail / budget_exceeded run, else none."""
+    if run["status"] not in ("fail", "budget_exceeded"):
         return []
-    return ["## Failed runs", ""] + _table(rows, ["task", "rep", "status", "failing check", "detail"])
+    reasons = [(f"{v['id']} ({v.get('kind', '?')})", _one_line(v.get("detail")))
+               for v in run.get("verifiers", []) if v["status"] != "pass"]
+    if run["status"] == "budget_exceeded":
+        reasons.insert(0, ("budget", _one_line(run.get("budgetExceeded") or "exceeded")))
+    return [(run["taskId"], run["repetition"], run["status"], why, detail)
+            for why, detail in reasons or [("—", "no verifier failed")]]
 
 
 def _one_line(text: Any) -> str:
@@ -169,35 +203,37 @@ def notices(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _task_table(tasks: list[dict[str, Any]], *, replay: bool = False) -> list[str]:
+def _task_row(t: dict[str, Any], replay: bool) -> tuple[Any, ...]:
+    flags = [f for f, on in (("flaky", t["flaky"]), ("low power", t["lowPower"])) if on]
+    row = [t["taskId"], t["judged"], t["passes"], t["fails"], t["budgetExceeded"], t["errors"],
+           pct(t["successRate"]), interval(t["wilson95"]), pct(t["passAtK"]), pct(t["passHatK"]),
+           t["falsePositives"], t["falseNegatives"], pct(t["cachedInputRatio"]), ", ".join(flags)]
+    return tuple(row[:7] + row[8:]) if replay else tuple(row)
+
+
+def _task_table(tasks: Iterable[dict[str, Any]], *, replay: bool = False) -> Iterator[str]:
     """The per-task table; a replay has no sampling interval, so no Wilson column."""
-    rows = []
-    for t in tasks:
-        flags = [f for f, on in (("flaky", t["flaky"]), ("low power", t["lowPower"])) if on]
-        row = [t["taskId"], t["judged"], t["passes"], t["fails"], t["budgetExceeded"], t["errors"],
-               pct(t["successRate"]), interval(t["wilson95"]), pct(t["passAtK"]), pct(t["passHatK"]),
-               t["falsePositives"], t["falseNegatives"], pct(t["cachedInputRatio"]), ", ".join(flags)]
-        rows.append(tuple(row[:7] + row[8:]) if replay else tuple(row))
     headers = ["task", "judged", "pass", "fail", "budget", "error", "rate", "95% Wilson",
                "pass@k", "pass^k", "FP", "FN", "cached", "flags"]
-    return _table(rows, headers[:7] + headers[8:] if replay else headers)
+    return _table(Rows(tasks, lambda t: _task_row(t, replay)), headers[:7] + headers[8:] if replay else headers)
 
 
-def _repetition_lines(rep: dict[str, Any]) -> list[str]:
+def _repetition_lines(rep: dict[str, Any]) -> Iterator[str]:
     rows = [("requested (k × tasks)", rep["requested"]), ("completed (records)", rep["completed"]),
             ("assessed (judged)", rep["assessed"]), ("invalid (errored)", rep["invalid"]),
             ("resolved (passed)", rep["resolved"]), ("all resolved", "yes" if rep["allResolved"] else "no"),
             ("score mean / min / max", " / ".join(num(rep[k], 3) for k in ("scoreMean", "scoreMin", "scoreMax")))]
-    lines = ["## Repetition summary", ""] + _table(rows, ["", ""])
+    yield from ("## Repetition summary", "")
+    yield from _table(rows, ["", ""])
     if rep["variableTasks"]:
-        lines += [f"Variable tasks: {', '.join(rep['variableTasks'])}.", ""]
+        yield from (f"Variable tasks: {', '.join(rep['variableTasks'])}.", "")
     if rep["variableVerifiers"]:
         names = ", ".join(f"{v['taskId']}/{v['verifierId']}" for v in rep["variableVerifiers"])
-        lines += [f"Variable verifiers (observed passing and failing): {names}.", ""]
+        yield from (f"Variable verifiers (observed passing and failing): {names}.", "")
     if rep["verifiers"]:
-        lines += _table([(v["taskId"], v["verifierId"], f"{v['passed']}/{v['assessed']}") for v in rep["verifiers"]],
-                        ["task", "verifier", "passed/assessed"])
-    return lines
+        yield from _table(Rows(rep["verifiers"], lambda v: (v["taskId"], v["verifierId"],
+                                                            f"{v['passed']}/{v['assessed']}")),
+                          ["task", "verifier", "passed/assessed"])
 
 
 MEASURED_ROWS = (("judged runs", "runsJudged", 0), ("runs reporting usage", "runsReportingUsage", 0),
@@ -213,25 +249,25 @@ MEASURED_ROWS = (("judged runs", "runsJudged", 0), ("runs reporting usage", "run
                  ("runs reporting provider cost", "runsReportingProviderCost", 0))
 
 
-def _measured_lines(m: dict[str, Any] | None) -> list[str]:
+def _measured_lines(m: dict[str, Any] | None) -> Iterator[str]:
     if m is None:
-        return ["## Measured", "", "No judged runs: nothing was measured.", ""]
-    lines = ["## Measured", "",
-             "Provider-reported usage (main loop only, compaction calls excluded), wall time and event counts "
-             "over judged runs. Per success = all judged spend, failures included, divided by successes.", ""]
+        yield from ("## Measured", "", "No judged runs: nothing was measured.", "")
+        return
+    yield from ("## Measured", "",
+                "Provider-reported usage (main loop only, compaction calls excluded), wall time and event counts "
+                "over judged runs. Per success = all judged spend, failures included, divided by successes.", "")
     if m["usageIncomplete"]:
         missing = ", ".join(f"{r['taskId']} r{r['repetition']}" for r in m["runsMissingUsage"])
-        lines += [f"Token figures omitted: {m['runsJudged'] - m['runsReportingUsage']} of {m['runsJudged']} "
-                  f"judged runs did not report usage ({missing}).", ""]
-    rows = [(label, num(m[key], digits)) for label, key, digits in MEASURED_ROWS if key in m]
-    lines += _table(rows, ["figure", "value"])
-    per_task = [(t["taskId"], t["runsJudged"], num(t.get("inputTokens")), num(t.get("outputTokens")),
-                 num(t.get("tokensPerSuccess")), num(t["wallMsMedian"]), num(t["wallMsPerSuccess"]))
-                for t in m["tasks"]]
-    lines += ["### Measured per task", ""]
-    lines += _table(per_task, ["task", "judged", "input tokens", "output tokens", "tokens / success",
-                               "wall ms median", "wall ms / success"])
-    return lines
+        yield from (f"Token figures omitted: {m['runsJudged'] - m['runsReportingUsage']} of {m['runsJudged']} "
+                    f"judged runs did not report usage ({missing}).", "")
+    yield from _table([(label, num(m[key], digits)) for label, key, digits in MEASURED_ROWS if key in m],
+                      ["figure", "value"])
+    yield from ("### Measured per task", "")
+    yield from _table(Rows(m["tasks"], lambda t: (t["taskId"], t["runsJudged"], num(t.get("inputTokens")),
+                                                  num(t.get("outputTokens")), num(t.get("tokensPerSuccess")),
+                                                  num(t["wallMsMedian"]), num(t["wallMsPerSuccess"]))),
+                      ["task", "judged", "input tokens", "output tokens", "tokens / success",
+                       "wall ms median", "wall ms / success"])
 
 
 def estimate_absent_reason(doc: dict[str, Any]) -> str:
@@ -265,13 +301,14 @@ def estimated_rows(e: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _estimated_lines(e: dict[str, Any] | None, doc: dict[str, Any]) -> list[str]:
-    lines = ["## Estimated", ""]
+def _estimated_lines(e: dict[str, Any] | None, doc: dict[str, Any]) -> Iterator[str]:
+    yield from ("## Estimated", "")
     if e is None:
-        return lines + [estimate_absent_reason(doc), ""]
-    lines += [f"Estimated from the given rates ({pricing_note(e)}); never added to measured figures.", ""]
-    lines += _table(estimated_rows(e), ["figure", "value"])
-    lines += ["### Estimated per task", ""]
-    lines += _table([(t["taskId"], f"{t['costUsd']:.4f}", num(t["costUsdPerSuccess"], 4)) for t in e["tasks"]],
-                    ["task", "cost (USD)", "cost per success (USD)"])
-    return lines
+        yield from (estimate_absent_reason(doc), "")
+        return
+    yield from (f"Estimated from the given rates ({pricing_note(e)}); never added to measured figures.", "")
+    yield from _table(estimated_rows(e), ["figure", "value"])
+    yield from ("### Estimated per task", "")
+    yield from _table(Rows(e["tasks"], lambda t: (t["taskId"], f"{t['costUsd']:.4f}",
+                                                  num(t["costUsdPerSuccess"], 4))),
+                      ["task", "cost (USD)", "cost per success (USD)"])

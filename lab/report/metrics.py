@@ -47,16 +47,25 @@ rates.output) / 10⁶, per run; a class whose rate is not given, or that the
 run does not report, is priced at the input rate (plain input = input minus
 the classes priced apart); ``costUsdPerAttempt`` = costUsd / runsJudged; ``costUsdPerSuccess`` =
 costUsd / passes (null with no pass); ``tasks`` per task.
+
+Each figure is a tally fed one run at a time (:class:`Figures`,
+:class:`CachedInput`, :class:`Cost`), in report order, so a report of any
+size is computed in one pass. What a tally keeps per run is one number for
+the exact median and variance of wall times (8 bytes) and, for the float
+sums whose last bit depends on the order of addition (provider cost), the
+figures themselves; lists of runs (``runsMissingUsage``) go to a spool.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from array import array
+from collections.abc import Callable, Iterable
 from typing import Any
 
 JUDGED = frozenset({"pass", "fail", "budget_exceeded"})
-TaskGroups = list[tuple[str, list[dict[str, Any]]]]
+NewList = Callable[[], Any]
+"""Makes the list a tally appends run references to: ``list`` or a :class:`lab.report.spool.Spool` factory."""
 
 
 def is_judged(record: dict[str, Any]) -> bool:
@@ -98,78 +107,102 @@ def cached_tokens_of(record: dict[str, Any]) -> int | None:
     return cached if cached <= int(usage["inputTokens"]) else None
 
 
-def _reported_sum(usages: list[dict[str, Any]], key: str) -> tuple[float, int]:
-    """(sum, runs reporting) of one optional usage figure over runs with known usage."""
-    figures = [u[key] for u in usages if u.get(key) is not None]
-    return sum(figures), len(figures)
+class Figures:
+    """The measured figures (M4) of one scope (every judged run, or one task's), fed one judged run at a time."""
+
+    def __init__(self, new_list: NewList = list) -> None:
+        self.judged = self.passes = self.wall_sum = 0
+        self.walls = array("q")  # judged wall times, for the exact median and variance
+        self.missing = new_list()  # {taskId, repetition} of judged runs without usage
+        self.tokens_in = self.tokens_out = self.turns = self.tool_calls = self.compactions = 0
+        self.writes = self.writes_runs = 0
+        self.costs: list[Any] = []  # provider-reported costs as given: their float sum depends on order
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Count one judged run."""
+        self.judged += 1
+        self.passes += record["status"] == "pass"
+        if record.get("wallMs") is not None:
+            wall = int(record["wallMs"])
+            self.walls.append(wall)
+            self.wall_sum += wall
+        self.turns += int(record.get("turns") or 0)
+        self.tool_calls += int(record.get("toolCalls") or 0)
+        self.compactions += int(record.get("compactions") or 0)
+        usage = usage_of(record)
+        if usage is None:
+            self.missing.append({"taskId": record["taskId"], "repetition": record["repetition"]})
+            return
+        self.tokens_in += int(usage["inputTokens"])
+        self.tokens_out += int(usage["outputTokens"])
+        if usage.get("cacheWriteTokens") is not None:
+            self.writes += usage["cacheWriteTokens"]
+            self.writes_runs += 1
+        if usage.get("providerCostUsd") is not None:
+            self.costs.append(usage["providerCostUsd"])
+
+    def block(self) -> dict[str, Any]:
+        """The figures: runsJudged, usage completeness, tokens (when complete), wall time, event counts."""
+        judged, passes, walls = self.judged, self.passes, self.walls
+        block: dict[str, Any] = {
+            "runsJudged": judged, "runsReportingUsage": judged - len(self.missing),
+            "usageIncomplete": bool(self.missing), "runsMissingUsage": self.missing,
+            "wallMsMedian": float(statistics.median(walls)) if walls else None,
+            "wallMsVariance": float(statistics.variance(walls)) if len(walls) > 1 else None,
+            "wallMsPerSuccess": self.wall_sum / passes if passes and len(walls) == judged else None,
+            "turns": self.turns, "toolCalls": self.tool_calls, "compactions": self.compactions,
+        }
+        if not self.missing:
+            tokens = self.tokens_in + self.tokens_out
+            block.update(inputTokens=self.tokens_in, outputTokens=self.tokens_out,
+                         tokensPerAttempt=tokens / judged, tokensPerSuccess=tokens / passes if passes else None)
+        if self.writes_runs:  # shown only when some run reports it; a sum over the reporting runs
+            block.update(cacheWriteTokens=int(self.writes), runsReportingCacheWrites=self.writes_runs)
+        if self.costs:
+            block.update(providerCostUsd=round(float(sum(self.costs)), 12), runsReportingProviderCost=len(self.costs))
+        return block
 
 
-def _figures(judged: list[dict[str, Any]]) -> dict[str, Any]:
-    """Measured figures of one scope (all judged runs, or one task's)."""
-    passes = sum(1 for r in judged if r["status"] == "pass")
-    walls = [int(r["wallMs"]) for r in judged if r.get("wallMs") is not None]
-    usages = [usage_of(r) for r in judged]
-    missing = [r for r, u in zip(judged, usages) if u is None]
-    block: dict[str, Any] = {
-        "runsJudged": len(judged), "runsReportingUsage": len(judged) - len(missing),
-        "usageIncomplete": bool(missing),
-        "runsMissingUsage": [{"taskId": r["taskId"], "repetition": r["repetition"]} for r in missing],
-        "wallMsMedian": float(statistics.median(walls)) if walls else None,
-        "wallMsVariance": float(statistics.variance(walls)) if len(walls) > 1 else None,
-        "wallMsPerSuccess": sum(walls) / passes if passes and len(walls) == len(judged) else None,
-        "turns": sum(int(r.get("turns") or 0) for r in judged),
-        "toolCalls": sum(int(r.get("toolCalls") or 0) for r in judged),
-        "compactions": sum(int(r.get("compactions") or 0) for r in judged),
-    }
-    if not missing:
-        tokens_in = sum(int(u["inputTokens"]) for u in usages if u is not None)
-        tokens_out = sum(int(u["outputTokens"]) for u in usages if u is not None)
-        block.update(inputTokens=tokens_in, outputTokens=tokens_out,
-                     tokensPerAttempt=(tokens_in + tokens_out) / len(judged),
-                     tokensPerSuccess=(tokens_in + tokens_out) / passes if passes else None)
-    known = [u for u in usages if u is not None]
-    writes, writes_runs = _reported_sum(known, "cacheWriteTokens")
-    if writes_runs:  # shown only when some run reports it; a sum over the reporting runs
-        block.update(cacheWriteTokens=int(writes), runsReportingCacheWrites=writes_runs)
-    cost, cost_runs = _reported_sum(known, "providerCostUsd")
-    if cost_runs:
-        block.update(providerCostUsd=round(float(cost), 12), runsReportingProviderCost=cost_runs)
-    return block
+class CachedInput:
+    """``summary.cachedInput`` (M5) of one scope, fed one judged run at a time."""
 
+    def __init__(self) -> None:
+        self.judged = self.reporting = self.partial = self.tokens = self.tokens_in = 0
 
-def measured_block(records: list[dict[str, Any]], by_task: TaskGroups) -> dict[str, Any] | None:
-    """The ``measured`` block (M4), or None when no run was judged.
+    def add(self, record: dict[str, Any]) -> None:
+        """Count one judged run."""
+        self.judged += 1
+        if (record.get("usage") or {}).get("cachedPartial"):
+            self.partial += 1
+        cached = cached_tokens_of(record)
+        if cached is not None:
+            self.reporting += 1
+            self.tokens += cached
+            self.tokens_in += int(record["usage"]["inputTokens"])
 
-    Args:
-        records: every run record, in report order.
-        by_task: (task id, its records) pairs in task order.
-    """
-    judged = [r for r in records if is_judged(r)]
-    if not judged:
-        return None
-    block = _figures(judged)
-    block["tasks"] = [{"taskId": task_id, **_figures(task_judged)} for task_id, runs in by_task
-                      if (task_judged := [r for r in runs if is_judged(r)])]
-    return block
+    def block(self) -> dict[str, Any]:
+        """{tokens, inputTokens, ratio, runsReporting, runsPartial, runsJudged}."""
+        tokens = self.tokens if self.reporting else None
+        tokens_in = self.tokens_in if self.reporting else None
+        ratio = tokens / tokens_in if tokens is not None and tokens_in else None
+        assert ratio is None or 0 <= ratio <= 1, f"cached input share {ratio} outside [0, 1]"
+        return {"tokens": tokens, "inputTokens": tokens_in, "ratio": ratio,
+                "runsReporting": self.reporting, "runsPartial": self.partial, "runsJudged": self.judged}
 
 
 def cached_input(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """``summary.cachedInput`` (M5): {tokens, inputTokens, ratio, runsReporting, runsPartial, runsJudged}."""
-    judged = [r for r in records if is_judged(r)]
-    reporting = [(r, c) for r in judged if (c := cached_tokens_of(r)) is not None]
-    partial = sum(1 for r in judged if (r.get("usage") or {}).get("cachedPartial"))
-    tokens = sum(c for _, c in reporting) if reporting else None
-    tokens_in = sum(int((r["usage"] or {})["inputTokens"]) for r, _ in reporting) if reporting else None
-    ratio = tokens / tokens_in if tokens is not None and tokens_in else None
-    assert ratio is None or 0 <= ratio <= 1, f"cached input share {ratio} outside [0, 1]"
-    return {"tokens": tokens, "inputTokens": tokens_in, "ratio": ratio,
-            "runsReporting": len(reporting), "runsPartial": partial, "runsJudged": len(judged)}
+    """``summary.cachedInput`` (M5) over the judged runs of ``records``."""
+    tally = CachedInput()
+    for record in records:
+        if is_judged(record):
+            tally.add(record)
+    return tally.block()
 
 
-def cached_input_ratio(runs: Iterable[dict[str, Any]]) -> float | None:
-    """Cached / input tokens over the judged runs of ``runs`` that fully report cached input."""
-    ratio = cached_input(runs)["ratio"]
-    return None if ratio is None else float(ratio)
+def priced_rates(rates: dict[str, Any]) -> dict[str, float]:
+    """The rates given (not None) among input, output, cached_input and cache_write, as floats."""
+    return {key: float(rates[key]) for key in ("input", "output", "cached_input", "cache_write")
+            if rates.get(key) is not None}
 
 
 def _token_classes(usage: dict[str, Any], rates: dict[str, float]) -> tuple[int, int, int, int]:
@@ -186,43 +219,38 @@ def _token_classes(usage: dict[str, Any], rates: dict[str, float]) -> tuple[int,
     return tokens_in - cached - writes, cached, writes, tokens_out
 
 
-def _cost(usages: list[dict[str, Any]], rates: dict[str, float]) -> float:
-    plain, cached, writes, out = (sum(c) for c in zip(*(_token_classes(u, rates) for u in usages), strict=True)) \
-        if usages else (0, 0, 0, 0)
-    return (plain * rates["input"] + cached * rates.get("cached_input", 0.0)
-            + writes * rates.get("cache_write", 0.0) + out * rates["output"]) / 1e6
+class Cost:
+    """The estimated cost (M6) of one scope at ``rates`` (:func:`priced_rates`), fed one judged run at a time."""
+
+    def __init__(self, rates: dict[str, float]) -> None:
+        self.rates = rates
+        self.judged = self.passes = 0
+        self.classes = [0, 0, 0, 0]  # token sums: plain input, cached input, cache writes, output
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Count one judged run (its tokens when it reported usage)."""
+        self.judged += 1
+        self.passes += record["status"] == "pass"
+        usage = usage_of(record)
+        if usage is not None:
+            for i, tokens in enumerate(_token_classes(usage, self.rates)):
+                self.classes[i] += tokens
+
+    def figures(self) -> dict[str, Any]:
+        """{costUsd, costUsdPerAttempt, costUsdPerSuccess} (USD; per success null with no pass)."""
+        rates = self.rates
+        plain, cached, writes, out = self.classes
+        cost = (plain * rates["input"] + cached * rates.get("cached_input", 0.0)
+                + writes * rates.get("cache_write", 0.0) + out * rates["output"]) / 1e6
+        return {"costUsd": cost, "costUsdPerAttempt": cost / self.judged,
+                "costUsdPerSuccess": cost / self.passes if self.passes else None}
 
 
-def _cost_figures(judged: list[dict[str, Any]], rates: dict[str, float]) -> dict[str, Any]:
-    usages = [u for r in judged if (u := usage_of(r)) is not None]
-    cost = _cost(usages, rates)
-    passes = sum(1 for r in judged if r["status"] == "pass")
-    return {"costUsd": cost, "costUsdPerAttempt": cost / len(judged),
-            "costUsdPerSuccess": cost / passes if passes else None}
-
-
-def estimated_block(records: list[dict[str, Any]], by_task: TaskGroups,
-                    rates: dict[str, Any]) -> dict[str, Any] | None:
-    """The ``estimated`` block (M6), or None: needs both rates and complete usage.
-
-    Args:
-        records: every run record; by_task: (task id, records) pairs.
-        rates: ``{"input", "output"}`` USD per 1M tokens, optionally ``"cached_input"`` and
-            ``"cache_write"`` (USD per 1M cached-input / cache-write tokens).
-    """
-    rate_in, rate_out = rates.get("input"), rates.get("output")
-    judged = [r for r in records if is_judged(r)]
-    if rate_in is None or rate_out is None or not judged:
-        return None
-    if any(usage_of(r) is None for r in judged):
-        return None
-    priced = {key: float(rates[key]) for key in ("input", "output", "cached_input", "cache_write")
-              if rates.get(key) is not None}
-    block: dict[str, Any] = _cost_figures(judged, priced)
-    block["rates"] = {"inputUsdPerMTok": rate_in, "outputUsdPerMTok": rate_out}
+def rates_block(rates: dict[str, Any]) -> dict[str, Any]:
+    """``estimated.rates``: the input and output rates as configured, the cache rates when given."""
+    priced = priced_rates(rates)
+    block = {"inputUsdPerMTok": rates.get("input"), "outputUsdPerMTok": rates.get("output")}
     for key, name in (("cached_input", "cachedInputUsdPerMTok"), ("cache_write", "cacheWriteUsdPerMTok")):
         if key in priced:
-            block["rates"][name] = priced[key]
-    block["tasks"] = [{"taskId": task_id, **_cost_figures(task_judged, priced)}
-                      for task_id, runs in by_task if (task_judged := [r for r in runs if is_judged(r)])]
+            block[name] = priced[key]
     return block

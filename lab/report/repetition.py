@@ -26,70 +26,78 @@ Terms (``repetition`` block of ``report.json``):
   assessed run (one verifier passed, another could not run: the run is
   invalid, with no score and no resolution) keeps its valid observations
   here: the verifiers that did deliver a verdict are counted.
+
+:class:`Repetition` is fed the runs in report order, task after task, and
+keeps one task's verifier tallies at a time; its per-task lists go to
+spools, so it needs no memory per run beyond one 8-byte score.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from array import array
 from typing import Any
 
-from lab.report.metrics import is_judged
+from lab.report.metrics import NewList, is_judged
 
 
-def _score_stats(assessed: list[dict[str, Any]]) -> dict[str, float | None]:
-    scores = [float(r["score"]) for r in assessed if r.get("score") is not None]
-    if not scores:
-        return {"scoreMean": None, "scoreMin": None, "scoreMax": None}
-    return {"scoreMean": sum(scores) / len(scores), "scoreMin": min(scores), "scoreMax": max(scores)}
-
-
-def _verifier_counts(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per-verifier pass/fail observations over every run (errored runs included: a verdict is a verdict)."""
-    tally: dict[tuple[str, str], list[int]] = {}
-    for run in records:
-        for verdict in run.get("verifiers", []):
-            if verdict["status"] not in ("pass", "fail"):
-                continue
-            passed_assessed = tally.setdefault((run["taskId"], verdict["id"]), [0, 0])
-            passed_assessed[0] += verdict["status"] == "pass"
-            passed_assessed[1] += 1
-    return [{"taskId": task_id, "verifierId": verifier_id, "passed": p, "assessed": a}
-            for (task_id, verifier_id), (p, a) in sorted(tally.items())]
-
-
-def repetition_block(records: list[dict[str, Any]], planned_tasks: Sequence[str], k: int,
-                     requested: int | None = None) -> dict[str, Any]:
-    """The ``repetition`` block (M7).
+class Repetition:
+    """The ``repetition`` block (M7), fed every run in report order with :meth:`task_done` after each task.
 
     Args:
-        records: every run record of the report, in report order.
-        planned_tasks: ids of the tasks the eval planned (sorted).
         k: repetitions requested per task.
         requested: the planned run count when the caller knows it (header
-            ``runsRequested``); default k × len(planned_tasks).
-
-    Returns:
-        requested, completed, assessed, invalid, resolved, allResolved,
-        scoreMean, scoreMin, scoreMax, variableTasks, variableVerifiers,
-        tasks and verifiers as the module docstring defines them.
+            ``runsRequested``); default k × the number of tasks.
+        new_list: makes the per-task lists (``list`` or a spool factory).
     """
-    assessed = [r for r in records if is_judged(r)]
-    if requested is None:
-        requested = k * len(planned_tasks)
-    resolved = sum(1 for r in assessed if r["status"] == "pass")
-    tally = {task_id: [0, 0] for task_id in planned_tasks}
-    for run in assessed:
-        passed_assessed = tally.setdefault(run["taskId"], [0, 0])
-        passed_assessed[0] += run["status"] == "pass"
-        passed_assessed[1] += 1
-    per_task = [{"taskId": task_id, "passed": p, "assessed": a} for task_id, (p, a) in sorted(tally.items())]
-    verifiers = _verifier_counts(records)
-    return {
-        "requested": requested, "completed": len(records), "assessed": len(assessed),
-        "invalid": sum(1 for r in records if r["status"] == "error"), "resolved": resolved,
-        "allResolved": requested > 0 and resolved == requested, **_score_stats(assessed),
-        "variableTasks": [task_id for task_id, (p, a) in sorted(tally.items()) if 0 < p < a],
-        "variableVerifiers": [{"taskId": v["taskId"], "verifierId": v["verifierId"]}
-                              for v in verifiers if 0 < v["passed"] < v["assessed"]],
-        "tasks": per_task, "verifiers": verifiers,
-    }
+
+    def __init__(self, k: int, requested: int | None = None, new_list: NewList = list) -> None:
+        self.k, self.requested = k, requested
+        self.completed = self.assessed = self.invalid = self.resolved = self.tasks_seen = 0
+        self.scores = array("d")
+        self.per_task, self.verifiers = new_list(), new_list()
+        self.variable_tasks, self.variable_verifiers = new_list(), new_list()
+        self._task_verdicts: dict[str, list[int]] = {}
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Count one run of the current task."""
+        self.completed += 1
+        self.invalid += record["status"] == "error"
+        if is_judged(record):
+            self.assessed += 1
+            self.resolved += record["status"] == "pass"
+            if record.get("score") is not None:
+                self.scores.append(float(record["score"]))
+        # Per-verifier observations over every run (errored runs included: a verdict is a verdict).
+        for verdict in record.get("verifiers", []):
+            if verdict["status"] in ("pass", "fail"):
+                passed_assessed = self._task_verdicts.setdefault(verdict["id"], [0, 0])
+                passed_assessed[0] += verdict["status"] == "pass"
+                passed_assessed[1] += 1
+
+    def task_done(self, task_id: str, passed: int, assessed: int) -> None:
+        """Close the current task (``passed`` / ``assessed``: its judged runs that passed / all judged)."""
+        self.tasks_seen += 1
+        self.per_task.append({"taskId": task_id, "passed": passed, "assessed": assessed})
+        if 0 < passed < assessed:
+            self.variable_tasks.append(task_id)
+        for verifier_id, (p, a) in sorted(self._task_verdicts.items()):
+            self.verifiers.append({"taskId": task_id, "verifierId": verifier_id, "passed": p, "assessed": a})
+            if 0 < p < a:
+                self.variable_verifiers.append({"taskId": task_id, "verifierId": verifier_id})
+        self._task_verdicts = {}
+
+    def block(self) -> dict[str, Any]:
+        """requested, completed, assessed, invalid, resolved, allResolved, score statistics,
+        variableTasks, variableVerifiers, tasks and verifiers, as the module docstring defines them."""
+        requested = self.k * self.tasks_seen if self.requested is None else self.requested
+        scores = self.scores
+        stats: dict[str, float | None] = (
+            {"scoreMean": sum(scores) / len(scores), "scoreMin": min(scores), "scoreMax": max(scores)}
+            if scores else {"scoreMean": None, "scoreMin": None, "scoreMax": None})
+        return {
+            "requested": requested, "completed": self.completed, "assessed": self.assessed,
+            "invalid": self.invalid, "resolved": self.resolved,
+            "allResolved": requested > 0 and self.resolved == requested, **stats,
+            "variableTasks": self.variable_tasks, "variableVerifiers": self.variable_verifiers,
+            "tasks": self.per_task, "verifiers": self.verifiers,
+        }

@@ -1,0 +1,267 @@
+"""Reports streamed from record files: the in-memory bytes at every size, run pages past 1000 runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lab.errors import LabError
+from lab.files import copy_files, dumps_line, write_json
+from lab.report import build_report, render_files, write_report, write_report_from_files
+from lab.report.evidence import RUNS_PER_PAGE, run_anchor
+from lab.report.lines import record_line
+from lab.report.spool import ExternalSort, Spool
+from tests.helpers.records import make_header, make_record
+from tests.helpers.schemas import assert_valid
+
+STATUSES = ["pass", "pass", "pass", "fail", "budget_exceeded", "error"]
+
+
+def records_for(runs: int, tasks: int = 7, seed: int = 1) -> list[dict[str, Any]]:
+    """``runs`` records over ``tasks`` tasks: every status, usage or none, cached input or none, provider cost."""
+    rng = random.Random(seed)
+    records = []
+    for i in range(runs):
+        status = rng.choice(STATUSES)
+        error = {"kind": "provider", "message": f"HTTP 503 on call {i}\nretried"} if status == "error" else None
+        record = make_record(f"task-{i % tasks}", i // tasks, status=status, error=error,
+                             tokens=None if rng.random() < 0.1 else (rng.randint(1, 9000), rng.randint(1, 900)),
+                             wall_ms=rng.randint(100, 90_000), cached=rng.choice([None, 10]),
+                             cached_partial=rng.random() < 0.05)
+        if record["usage"] and rng.random() < 0.3:
+            record["usage"]["providerCostUsd"] = rng.choice([0, 0.1, 0.2, 1e-7, 3.3])
+        records.append(record)
+    return records
+
+
+def store(records: list[dict[str, Any]], root: Path) -> list[Path]:
+    paths = []
+    for record in records:
+        path = root / record["taskId"] / f"s0-r{record['repetition']}.json"
+        write_json(path, record)
+        paths.append(path)
+    random.Random(2).shuffle(paths)  # file order must not matter
+    return paths
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("runs", [0, 1, 40, RUNS_PER_PAGE, RUNS_PER_PAGE + 1, 2 * RUNS_PER_PAGE + 300])
+def test_streamed_report_equals_the_in_memory_one(tmp_path: Path, runs: int) -> None:
+    records = records_for(runs)
+    paths = store(records, tmp_path / "runs")
+    header = make_header(k=max(1, runs // 7), rates=(1.0, 4.0))
+    loaded = [json.loads(p.read_text()) for p in paths]
+    write_report(tmp_path / "memory", build_report({**header, "voided": True}, loaded), loaded)
+    kept = write_report_from_files(tmp_path / "streamed", header, [*paths, tmp_path / "runs" / "missing.json"])
+    assert kept == runs
+    assert tree(tmp_path / "streamed") == tree(tmp_path / "memory")
+    assert_valid("report", json.loads((tmp_path / "streamed" / "report.json").read_text()), "report.json")
+    assert (tmp_path / "streamed" / "pages").exists() == (runs > RUNS_PER_PAGE)
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging or spool left
+
+
+def test_long_lists_spill_to_disk_and_give_the_same_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lab.report.spool as spool
+
+    records = records_for(300, tasks=40)
+    paths = store(records, tmp_path / "runs")
+    header = make_header(k=8, rates=(1.0, 4.0))
+    write_report_from_files(tmp_path / "big", header, paths)
+    monkeypatch.setattr(spool, "SPOOL_ITEMS", 3)
+    monkeypatch.setattr(spool, "SORT_ITEMS", 7)
+    write_report_from_files(tmp_path / "small", header, paths)
+    assert tree(tmp_path / "small") == tree(tmp_path / "big")
+
+
+def test_records_of_other_inputs_and_missing_ones_void_the_report(tmp_path: Path) -> None:
+    records = records_for(30)
+    for record in records:
+        record["inputs"] = {"taskId": record["taskId"], "repetition": record["repetition"], "harnessDigest": "b"}
+    paths = store(records, tmp_path / "runs")
+    expected = [json.loads(p.read_text())["inputs"] for p in paths]
+    foreign = json.loads(paths[0].read_text())
+    foreign["inputs"]["harnessDigest"] = "older"
+    write_json(paths[0], foreign)
+    kept = write_report_from_files(tmp_path / "r", make_header(k=5), paths, expected=expected)
+    doc = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert kept == 29 and doc["header"]["voided"] is True and doc["repetition"]["completed"] == 29
+    assert (foreign["taskId"], foreign["repetition"]) not in {(r["taskId"], r["repetition"]) for r in doc["runs"]}
+    write_report_from_files(tmp_path / "all", make_header(k=5), paths[1:], expected=expected[1:])
+    assert json.loads((tmp_path / "all" / "report.json").read_text())["header"]["voided"] is False
+
+
+def test_a_record_file_that_is_not_json_is_named(tmp_path: Path) -> None:
+    paths = store(records_for(3), tmp_path / "runs")
+    paths[1].write_text("{not json", encoding="utf-8")
+    with pytest.raises(LabError, match=f"{paths[1]}: not a readable JSON run record"):
+        write_report_from_files(tmp_path / "r", make_header(), paths)
+    assert not (tmp_path / "r").exists()
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_render_files_equal_the_written_files(tmp_path: Path) -> None:
+    records = records_for(25)
+    doc = build_report(make_header(k=4), records)
+    write_report(tmp_path / "r", doc, records)
+    assert render_files(doc, records) == {name: (tmp_path / "r" / name).read_text(encoding="utf-8")
+                                          for name in render_files(doc, records)}
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False)
+    | st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=8),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.sampled_from(["a", "b", "schemaVersion", "Z", "é", "\ud800", "_"]), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from(["schemaVersion", "taskId", "usage", "events", "z", "\udfff"]), JSON))
+def test_a_record_line_is_dumps_line(record: dict[str, Any]) -> None:
+    assert record_line(record) == dumps_line(record)
+
+
+def test_a_spool_reads_back_what_was_appended_across_its_spill(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, limit=4)
+    items = [{"n": n, "text": f"line {n}\nwith a break \ud800"} for n in range(10)]
+    for item in items[:3]:
+        spool.append(item)
+    assert list(spool) == items[:3] and not list(tmp_path.iterdir())  # in memory so far
+    for item in items[3:]:
+        spool.append(item)
+    assert list(tmp_path.iterdir()) and len(spool) == 10 and bool(spool)
+    assert [x["n"] for x in spool] == list(range(10)) and list(spool) == items  # twice, same items
+    outer = iter(spool)
+    assert next(outer)["n"] == 0 and [x["n"] for x in spool][-1] == 9 and next(outer)["n"] == 1
+    spool.close()
+    assert not list(tmp_path.iterdir()) and not spool
+
+
+def test_an_external_sort_merges_its_sorted_runs(tmp_path: Path) -> None:
+    items = [[random.Random(n).choice("abc"), n % 13, n] for n in range(1000)]
+    sorter = ExternalSort(tmp_path, limit=64)
+    for item in items:
+        sorter.add(item)
+    assert list(sorter.sorted()) == sorted(items)
+    sorter.close()
+
+
+class Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if found.get("id"):
+            self.ids.add(str(found["id"]))
+        if tag == "a" and found.get("href"):
+            self.hrefs.append(str(found["href"]))
+
+
+def parsed(text: str) -> Links:
+    links = Links()
+    links.feed(text)
+    return links
+
+
+@pytest.fixture(scope="module")
+def large_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 10k-run report over 50 tasks, built from its record files."""
+    root = tmp_path_factory.mktemp("large")
+    records = records_for(10_000, tasks=50)
+    write_report_from_files(root / "report", make_header(k=200), store(records, root / "runs"))
+    return root / "report"
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("large-report")  # one worker builds the 10k-run report for these tests
+def test_a_large_report_pages_its_evidence_and_every_link_resolves(large_report: Path) -> None:
+    pages = sorted((large_report / "pages").iterdir())
+    assert [p.name for p in pages] == [f"runs-{n:04d}.html" for n in range(1, 11)]
+    index = parsed((large_report / "index.html").read_text(encoding="utf-8"))
+    assert not any(i.startswith("run-") for i in index.ids)  # the evidence is on the run pages
+    targets = {f"pages/{p.name}": parsed(p.read_text(encoding="utf-8")) for p in pages}
+    linked = [h for h in index.hrefs if h.startswith("pages/")]
+    assert {h.partition("#")[0] for h in linked} == set(targets)
+    for href in linked:
+        page, _, anchor = href.partition("#")
+        assert not anchor or anchor in targets[page].ids, href
+    for name, page in targets.items():  # back to the index's task rows, and to the neighbouring pages
+        assert all(h.startswith("../index.html#task-") and h.partition("#")[2] in index.ids
+                   or h == "../index.html" or f"pages/{h}" in targets for h in page.hrefs), name
+    errors = json.loads((large_report / "report.json").read_text())["errors"]
+    run_links = [h for h in index.hrefs if "#run-" in h]  # the task rows' page links and the error table's
+    assert len(errors) > 100 and len(run_links) >= len(errors) and all(h.startswith("pages/") for h in run_links)
+    assert sum(len(p.ids) for p in targets.values()) >= 10_000
+
+
+def browse(page: Path, home: Path) -> str:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is not installed: .ci/run installs it (apt-get install chromium)")
+        pytest.skip("chromium is not installed (apt-get install chromium); CI runs this test")
+    result = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+         f"--user-data-dir={home / 'profile'}", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=180, check=False, env={**os.environ, "HOME": str(home)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("large-report")
+@pytest.mark.parametrize("page", ["index.html", "pages/runs-0001.html", "pages/runs-0010.html"])
+def test_a_large_report_opens_in_headless_chromium(large_report: Path, page: str, tmp_path: Path) -> None:
+    dom = parsed(browse(large_report / page, tmp_path))
+    if page == "index.html":
+        assert {"summary", "tasks", "runs", "task-task-0", "task-task-49"} <= dom.ids
+        assert "pages/runs-0001.html" in dom.hrefs and "pages/runs-0010.html" in dom.hrefs
+    else:
+        first = 0 if page.endswith("0001.html") else 9000  # report order: task ids sorted as text
+        assert run_anchor(sorted(f"task-{n}" for n in range(50))[first // 200], first % 200) in dom.ids
+        assert "../index.html" in dom.hrefs
+        assert len([i for i in dom.ids if i.startswith("run-")]) == RUNS_PER_PAGE
+
+
+@pytest.mark.slow
+def test_a_small_report_opens_in_headless_chromium_with_its_evidence(tmp_path: Path) -> None:
+    records = records_for(40)
+    write_report_from_files(tmp_path / "r", make_header(k=6), store(records, tmp_path / "runs"))
+    dom = parsed(browse(tmp_path / "r" / "index.html", tmp_path))
+    assert {run_anchor(r["taskId"], r["repetition"]) for r in records} <= dom.ids
+    assert all(h.startswith("#") for h in dom.hrefs)
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("large-report")
+def test_out_copies_the_run_pages_too(large_report: Path, tmp_path: Path) -> None:
+    copy_files(large_report, tmp_path / "out")
+    assert tree(tmp_path / "out") == tree(large_report)
+
+
+@pytest.mark.parametrize("runs", [0, 1, 60])
+def test_the_figures_are_read_back_without_the_run_lines(tmp_path: Path, runs: int) -> None:
+    from lab.report.jsondoc import load_document
+
+    records = records_for(runs)
+    write_report_from_files(tmp_path / "r", make_header(k=9), store(records, tmp_path / "runs"))
+    whole = json.loads((tmp_path / "r" / "report.json").read_text(encoding="utf-8"))
+    assert len(whole["runs"]) == runs
+    assert load_document(tmp_path / "r" / "report.json", runs=False) == {k: v for k, v in whole.items() if k != "runs"}
+    assert load_document(tmp_path / "r" / "report.json") == whole
