@@ -242,10 +242,20 @@ class OpenAICompatProvider:
 
     def _open(self, client: httpx.Client, request: httpx.Request, remaining_s: float) -> httpx.Response:
         """Send the request and wait for the status line; a connection that fails before any
-        answer (refused, reset, closed) is a transient fault, retried like a 503."""
+        answer (refused, reset, closed) is a transient fault, retried like a 503.
+
+        A pooled keep-alive connection the server closed just before it was reused ends
+        cleanly with not one byte of answer (``RemoteProtocolError``: "Server disconnected
+        without sending a response"); the request is sent once more at once, on a new
+        connection, before that counts as a fault (an attempt of ``max_retries``). A reset
+        or a refused connection is a fault at once.
+        """
         with self._translated(remaining_s, threading.Event()):
             try:
-                return client.send(request, stream=True)
+                try:
+                    return client.send(request, stream=True)
+                except httpx.RemoteProtocolError:
+                    return client.send(request, stream=True)  # the stale connection left the pool
             except (httpx.ConnectError, httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError) as exc:
                 detail = f"{type(exc).__name__}: {one_line(str(exc))}".rstrip(": ")
                 raise _Retryable("connect", None, None, "cannot connect", detail, original=exc) from exc

@@ -107,6 +107,23 @@ def test_connection_reset_is_retried_then_succeeds(server: LocalHTTPServer, make
     assert retry["reason"].startswith("cannot connect: ")
 
 
+def test_a_connection_closed_without_an_answer_is_sent_again_once_before_it_counts(
+        server: LocalHTTPServer, make_openai: Make, sleeps: list[float]) -> None:
+    # What a pooled keep-alive connection the server has just closed looks like to the client.
+    server.handler = steps(lambda response: response.close(), ok(True))
+    provider = make_openai(stream=True, max_retries=0)
+    assert parse_exchange(provider.send(dict(REQUEST))).content == "Hello, wörld ✓"
+    assert len(server.requests) == 2 and provider.last_retries == [] and sleeps == []
+
+
+def test_a_server_that_always_closes_without_an_answer_is_a_fault(
+        server: LocalHTTPServer, make_openai: Make, sleeps: list[float]) -> None:
+    server.handler = steps(lambda response: response.close())
+    with pytest.raises(ProviderError, match="cannot connect after 2 attempts: RemoteProtocolError"):
+        make_openai(stream=True, max_retries=1).send(dict(REQUEST))
+    assert len(server.requests) == 4, "each attempt is one send and one resend"
+
+
 def test_connection_refused_is_retried_within_max_retries(make_openai: Make, sleeps: list[float]) -> None:
     provider = make_openai(base_url=closed_port_url() + "/v1", max_retries=2)
     with pytest.raises(ProviderError, match="cannot connect after 3 attempts") as caught:
