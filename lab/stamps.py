@@ -11,8 +11,12 @@ remembered only when every file it was read from had an mtime at least
 :data:`RACY_NS` before the moment its stamp was taken; a file changed later
 than that is read again by the next command, and remembered then.
 
-What is remembered lives under ``<data dir>/.cache/`` (:func:`cache_dir`), one
-JSON document per entry, written atomically. An entry is checked when read:
+What is remembered about a data dir's run store (the record index, closing
+summaries, file digests) lives under ``<data dir>/.cache/`` (:func:`cache_dir`);
+what holds for any data dir (the composed configuration, loaded suites, a
+working sandbox) under the user's cache directory (:func:`shared_cache_dir`),
+so a command run against a new data dir finds it too. One JSON document per
+entry, written atomically. An entry is checked when read:
 one that does not parse, has another ``kind`` or ``schemaVersion``, or names
 other inputs is ignored and rebuilt, never trusted and never an error.
 
@@ -59,6 +63,20 @@ def cache_dir(data: Path | None = None) -> Path:
     if key not in _CACHE_DIRS:  # as paths.data_dir() decides it, from these variables
         _CACHE_DIRS[key] = paths.data_dir() / ".cache"
     return _CACHE_DIRS[key]
+
+
+def shared_cache_dir() -> Path:
+    """Where results that hold for any data dir are remembered (safe to delete at any time).
+
+    ``$LAB_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/reliability-lab``, else
+    ``~/.cache/reliability-lab``: the composed configuration, loaded suites and
+    a working sandbox, each keyed by everything it was made from.
+    """
+    explicit = os.environ.get("LAB_CACHE_DIR")
+    if explicit:
+        return Path(explicit).absolute()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "reliability-lab"
 
 
 def stamp(path: str | os.PathLike[str], *, follow: bool = True) -> Stamp | None:

@@ -46,4 +46,5 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPath
         if (name in SECRET_VARS or name == "OPENAI_BASE_URL") and not live:
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path_factory.mktemp("runs")))
+    monkeypatch.setenv("LAB_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     yield

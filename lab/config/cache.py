@@ -3,7 +3,7 @@
 Composing ``conf/`` costs Hydra's and OmegaConf's imports and the compose
 itself, several times what doit needs to start. A command whose inputs are
 those of an earlier command gets that command's composed configuration back
-from ``<data dir>/.cache/config/`` without importing either
+from ``<user cache dir>/config/`` (``lab.stamps.shared_cache_dir``) without importing either
 (:func:`compose_cached`). Its inputs, all checked before an entry is used:
 
 - the override list, the config directory and the working directory (an
@@ -40,11 +40,11 @@ from typing import Any
 from lab.canonical import canonical_hash
 from lab.config.compose import EffectiveConfig, compose_config
 from lab.paths import CONF_DIR, from_root
-from lab.stamps import cache_dir, env_digest, now_ns, remember, remembered, stamp, tree_stamps
+from lab.stamps import env_digest, now_ns, remember, remembered, shared_cache_dir, stamp, tree_stamps
 
 KIND = "composed-config"
 MAX_ENTRIES = 256
-"""Entries kept in ``.cache/config/``; past that the least recently written are removed."""
+"""Entries kept in ``config/`` of the user cache dir; past that the least recently written are removed."""
 
 # Resolvers whose value depends on nothing but their arguments and the config itself.
 PURE_RESOLVERS = frozenset({"oc.create", "oc.decode", "oc.deprecated", "oc.select", "oc.dict.keys",
@@ -60,7 +60,7 @@ def compose_cached(overrides: Sequence[str] = (), *, conf_dir: Path | None = Non
     Args:
         overrides: Hydra override strings, as for ``compose_config``.
         conf_dir: the config directory; default the checkout's ``conf/``.
-        cache: the cache directory; default ``<data dir>/.cache``.
+        cache: the cache directory; default ``lab.stamps.shared_cache_dir()``.
 
     Returns:
         The same :class:`~lab.config.compose.EffectiveConfig` a fresh compose
@@ -71,7 +71,7 @@ def compose_cached(overrides: Sequence[str] = (), *, conf_dir: Path | None = Non
     """
     conf = CONF_DIR if conf_dir is None else conf_dir
     ident = {"overrides": list(overrides), "conf": str(conf), "cwd": os.getcwd()}
-    file = (cache_dir() if cache is None else cache) / "config" / f"{canonical_hash(ident)}.json"
+    file = (shared_cache_dir() if cache is None else cache) / "config" / f"{canonical_hash(ident)}.json"
     known = _remembered(file, ident)
     if known is not None:
         return known

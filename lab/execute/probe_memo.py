@@ -3,7 +3,7 @@
 ``sandbox=auto`` (the default) and ``sandbox=bwrap`` start a probe sandbox to
 find out whether bubblewrap works here (about one command's start-up, 40 ms
 and more under load), which a command that executes no run does not need. A
-successful probe is remembered in ``<data dir>/.cache/sandbox/`` under a
+successful probe is remembered in ``<user cache dir>/sandbox/`` (``lab.stamps.shared_cache_dir``) under a
 fingerprint of everything this host's answer depends on (:func:`fingerprint`):
 the ``bwrap`` program found on ``PATH`` and its stamp, the user and group ids,
 the boot, the namespaces the lab runs in, the kernel's user-namespace limits,
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.canonical import canonical_hash
-from lab.stamps import cache_dir, read_entry, stamp, write_entry
+from lab.stamps import read_entry, shared_cache_dir, stamp, write_entry
 
 KIND = "sandbox-probe"
 LIMIT_FILES = ("/proc/sys/kernel/unprivileged_userns_clone", "/proc/sys/user/max_user_namespaces",
@@ -52,7 +52,7 @@ def fingerprint() -> dict[str, Any]:
 
 
 def _entry_file(host: dict[str, Any]) -> Path:
-    return cache_dir() / "sandbox" / f"{canonical_hash(host)}.json"
+    return shared_cache_dir() / "sandbox" / f"{canonical_hash(host)}.json"
 
 
 def bwrap_remembered() -> bool:

@@ -25,7 +25,7 @@ from typing import Any
 
 from lab.canonical import canonical_hash
 from lab.paths import CONF_DIR
-from lab.stamps import cache_dir, now_ns, remember, remembered, stamp, tree_stamps
+from lab.stamps import now_ns, remember, remembered, shared_cache_dir, stamp, tree_stamps
 from lab.suites.load import Suite, Task, load_suite
 
 KIND = "loaded-suite"
@@ -36,7 +36,7 @@ def load_suite_cached(path: Path, *, cache: Path | None = None) -> Suite:
 
     Args:
         path: the suite directory (or its ``suite.json``).
-        cache: the cache directory; default ``<data dir>/.cache``.
+        cache: the cache directory; default ``lab.stamps.shared_cache_dir()``.
 
     Returns:
         A suite equal to what ``load_suite(path)`` returns.
@@ -46,7 +46,7 @@ def load_suite_cached(path: Path, *, cache: Path | None = None) -> Suite:
     """
     suite_dir = (path.parent if path.name == "suite.json" else path).absolute()
     ident = {"path": str(suite_dir)}
-    file = (cache_dir() if cache is None else cache) / "suites" / f"{canonical_hash(ident)}.json"
+    file = (shared_cache_dir() if cache is None else cache) / "suites" / f"{canonical_hash(ident)}.json"
     entry = remembered(file, KIND, ident)
     if entry is not None:
         try:

@@ -20,7 +20,7 @@ import lab.execute.sandboxing as sandboxing
 from lab.errors import SandboxError
 from lab.execute.probe_memo import bwrap_remembered, fingerprint, remember_bwrap
 from lab.execute.sandboxing import choose_sandbox, open_chosen
-from lab.stamps import cache_dir
+from lab.stamps import shared_cache_dir
 
 
 @pytest.fixture
@@ -136,6 +136,6 @@ def test_the_fingerprint_follows_the_program_and_path(fake_bwrap: tuple[Path, Pa
 @pytest.mark.parametrize("content", [b"garbage", b'{"schemaVersion": 1, "kind": "sandbox-probe", "works": true}'])
 def test_a_corrupt_or_foreign_memo_is_not_trusted(fake_bwrap: tuple[Path, Path], content: bytes) -> None:
     remember_bwrap()
-    (entry,) = (cache_dir() / "sandbox").glob("*.json")
+    (entry,) = (shared_cache_dir() / "sandbox").glob("*.json")
     entry.write_bytes(content)
     assert not bwrap_remembered()
