@@ -116,15 +116,19 @@ def unwritable_dir_reason(path: Path) -> str | None:
     """Why a directory cannot be created or written at ``path``, or None when it can.
 
     Looks at ``path`` if it exists, else at its nearest existing ancestor (the
-    directory ``mkdir -p`` would create it in): it must be a directory the
-    process may write and enter (``os.access``, which also sees read-only
-    mounts). Used to refuse an output directory before any work is done.
+    directory ``mkdir -p`` would create it in): it must be a directory in
+    which an entry can really be made (a temporary directory is created and
+    removed there, which also catches read-only mounts and file systems such
+    as ``/proc`` that refuse even root). Used to refuse an output directory
+    before any work is done.
     """
     probe = path.absolute()
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if not probe.is_dir():
         return f"{probe} is not a directory"
-    if not os.access(probe, os.W_OK | os.X_OK):
-        return f"{probe} is not writable"
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".lab-write-check-", dir=probe))
+    except OSError as exc:
+        return f"{probe} is not writable ({exc.strerror or exc})"
     return None

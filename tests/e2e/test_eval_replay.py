@@ -128,3 +128,13 @@ def test_out_that_cannot_be_a_directory_is_refused_before_any_run(tmp_path: Path
                                      f"{blocker} is not a directory")
     made = [p for p in (tmp_path / "runs").rglob("*.json") if ".cache" not in p.parts]  # .cache: what it remembers
     assert not made, "no run was made"
+
+
+def test_out_where_no_directory_can_be_made_is_refused_before_any_run(tmp_path: Path) -> None:
+    # /proc is a directory that passes os.access even for root, yet refuses every new entry.
+    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "out=/proc/lab-no-such-dir"], tmp_path / "runs")
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith("config: out: cannot write the report to /proc/lab-no-such-dir: "
+                                            "/proc is not writable (")
+    made = [p for p in (tmp_path / "runs").rglob("*.json") if ".cache" not in p.parts]
+    assert not made, "no run was made"
