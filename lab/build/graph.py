@@ -116,6 +116,13 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     elif config.mode == "replay" and not any((cassettes / suite.id).glob("*.jsonl")):
         raise ConfigError(f"replay: no cassettes for suite {suite.id} in {cassettes / suite.id} "
                           f"(record them with `doit record suite={suite.id}`, or set cassette_dir=)")
+    if config.mode != "replay" and config.data["provider"]["name"] == "scripted":  # said once, not per run
+        from lab.suites.scripts import missing_scripts
+
+        missing = missing_scripts(suite.path, [t.id for t in tasks],
+                                  agent["name"] if agent.get("kind") == "command" else None)
+        if missing:
+            raise ConfigError(missing)
     if check_provider:
         provider_preflight(config)
     k = 1 if config.mode == "record" else config.k

@@ -7,8 +7,8 @@ at load time exactly as the provider will read it
 (:func:`lab.providers.scripted.validate_script`), and its ``taskId`` must be
 the task's id, so a broken script is a load error naming the file and the
 field, not a run error found once per run. Whether a task *has* a script
-matters only under ``provider=scripted``: a missing one is reported when the
-provider is set up for the run. Other files under ``scripts/`` are not read.
+matters only under ``provider=scripted``: an eval whose tasks lack one stops
+before its first run with one line (:func:`missing_scripts`). Other files under ``scripts/`` are not read.
 A script that is a link is read only when it resolves inside the suite
 (:func:`~lab.suites.paths.link_problems` reports the others); special files
 are never read.
@@ -71,3 +71,22 @@ def _script_lines(rel: str, path: str, task_id: str) -> list[str]:
     if not lines and script["taskId"] != task_id:
         lines = [f'{rel}: field "taskId": expected {task_id!r}, got {excerpt(script["taskId"])}']
     return lines
+
+
+def missing_scripts(suite_dir: os.PathLike[str] | str, task_ids: Collection[str], agent: str | None = None) -> str | None:
+    """One line naming the tasks without a scripted-provider script, or None when each has one.
+
+    Args:
+        suite_dir: the suite directory.
+        task_ids: the tasks an eval will run.
+        agent: a command agent's name (its scripts are ``scripts/agents/<agent>/``);
+            None for the built-in agent (``scripts/``).
+    """
+    folder = os.path.join(suite_dir, "scripts", *(("agents", agent) if agent else ()))
+    missing = [t for t in task_ids if not os.path.isfile(os.path.join(folder, f"{t}.json"))]
+    if not missing:
+        return None
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    who = f"agent {agent}" if agent else "the built-in agent"
+    return (f"provider=scripted: no script for {who} for {len(missing)} of {len(task_ids)} task(s) ({shown}) "
+            f"in {folder}; use a suite that carries them (e.g. suite=smoke-coding) or another provider")

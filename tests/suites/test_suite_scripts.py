@@ -151,3 +151,28 @@ def test_doit_eval_stops_before_any_run_on_a_broken_script(tmp_path: Path) -> No
         in done.stderr
     assert "Traceback" not in done.stderr
     assert not list((tmp_path / "runs").glob("*/*/runs/*/*.json"))  # no run was recorded
+
+
+def test_an_eval_without_scripts_for_its_agent_stops_before_any_run(tmp_path: Path) -> None:
+    from tests.helpers.lab_process import run_cmd
+
+    result = run_cmd(["lab", "run", "suite=core", "agent=reference", "provider=scripted", "k=1"], tmp_path / "runs")
+    assert result.returncode == 1
+    line = result.stderr.strip()
+    assert line.startswith("provider=scripted: no script for agent reference for 5 of 5 task(s) (")
+    assert "suites/core/scripts/agents/reference" in line and "Traceback" not in result.stderr
+    assert not list((tmp_path / "runs").rglob("runs/*/*.json")), "no run was made"
+
+
+def test_missing_scripts_names_the_tasks_without_one(tmp_path: Path) -> None:
+    from lab.suites.scripts import missing_scripts
+
+    (tmp_path / "scripts" / "agents" / "a").mkdir(parents=True)
+    (tmp_path / "scripts" / "t1.json").write_text("{}")
+    (tmp_path / "scripts" / "agents" / "a" / "t2.json").write_text("{}")
+    assert missing_scripts(tmp_path, ["t1"]) is None
+    assert missing_scripts(tmp_path, ["t2"], "a") is None
+    line = missing_scripts(tmp_path, ["t1", "t2"])
+    assert line is not None and "for the built-in agent for 1 of 2 task(s) (t2)" in line
+    many = missing_scripts(tmp_path, [f"x{i}" for i in range(7)], "a")
+    assert many is not None and "7 of 7 task(s) (x0, x1, x2, x3, x4 and 2 more)" in many
