@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lab.errors import ProcessStartError
-from lab.sandbox.process import wait_exit
+from lab.sandbox.exitwait import wait_exit
 
 STDERR_TAIL_BYTES = 2048
 STDOUT_TAIL_BYTES = 65536

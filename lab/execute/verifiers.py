@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lab.errors import LabError, ProcessStartError, ToolError
+from lab.providers.faults import one_line
 from lab.sandbox.base import SandboxBackend, command_limits, start_failure
 from lab.sandbox.confined import inspect_confined
 from lab.sandbox.none import NoneBackend
@@ -96,11 +97,6 @@ def _field(spec: Mapping[str, Any], key: str, kind: type | tuple[type, ...],
     return value
 
 
-def _one_line(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 # --- command (V1) -------------------------------------------------------------
 
 def _check_command(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
@@ -137,7 +133,7 @@ def _check_command(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
         return "fail", f"exit code {result.exit_code}, expected {expect_exit}", diagnostics
     if expect_text is not None and expect_text not in result.stdout.decode(
             "utf-8", errors="replace"):
-        return "fail", f"stdout does not include {_one_line(expect_text)!r}", diagnostics
+        return "fail", f"stdout does not include {one_line(expect_text, 80)!r}", diagnostics
     return "pass", f"exit code {result.exit_code} as expected", diagnostics
 
 
@@ -177,8 +173,8 @@ def _check_file_contains(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
     if data is None:
         return "fail", f"{rel} is missing (or not a regular file: {_what(ctx, rel)})", {}
     if text.encode("utf-8") not in data:
-        return "fail", f"{rel} does not contain {_one_line(text)!r}", {"bytes": len(data)}
-    return "pass", f"{rel} contains {_one_line(text)!r}", {"bytes": len(data)}
+        return "fail", f"{rel} does not contain {one_line(text, 80)!r}", {"bytes": len(data)}
+    return "pass", f"{rel} contains {one_line(text, 80)!r}", {"bytes": len(data)}
 
 
 def _check_file_absent(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
@@ -351,10 +347,10 @@ def _run_one(spec: Mapping[str, Any], index: int, ctx: _Context) -> VerifierResu
     except ToolError as exc:  # path outside the workspace, or unresolvable
         return result("error", str(exc))
     except (OSError, LabError) as exc:  # unreadable file, snapshot failed
-        return result("error", _one_line(f"{type(exc).__name__}: {exc}", 200))
+        return result("error", one_line(f"{type(exc).__name__}: {exc}", 200))
     except Exception as exc:  # noqa: BLE001 - one broken verifier must not stop the others
-        return result("error", f"verifier crashed: {type(exc).__name__}: {_one_line(str(exc))}")
-    return result(status, _one_line(detail, 200), diagnostics)
+        return result("error", f"verifier crashed: {type(exc).__name__}: {one_line(str(exc), 80)}")
+    return result(status, one_line(detail, 200), diagnostics)
 
 
 def run_verifiers(specs: list[dict[str, Any]], *, workspace: Path, baseline: Snapshot,

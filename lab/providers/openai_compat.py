@@ -73,7 +73,7 @@ from lab.providers.faults import (
     retry_after_s,
     status_cause,
 )
-from lab.providers.transfer import ResponseTooLarge, capped, deadline_guard, sse_fields
+from lab.providers.transfer import ResponseTooLarge, capped, deadline_guard, drain_after_done, sse_fields
 from lab.providers.wire import DONE, parse_exchange
 
 BACKOFF_BASE_S = 0.5
@@ -81,7 +81,6 @@ BACKOFF_CAP_S = 8.0
 RETRY_AFTER_CAP_S = 30.0
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024  # provider.max_response_bytes; no chat answer comes near it
 _EXCERPT_CHARS = 300
-DRAIN_GRACE_S = 1.0
 
 
 class _Retryable(Exception):
@@ -307,7 +306,7 @@ class OpenAICompatProvider:
                 continue  # an event without data (e.g. "event: ping") carries nothing
             events.append(value)
             if value.strip() == DONE:
-                _drain(lines, response)
+                drain_after_done(lines, response)
                 break
         exchange: Exchange = {"type": "sse", "status": response.status_code, "events": events}
         if errors:
@@ -390,18 +389,6 @@ class OpenAICompatProvider:
 
 
     # an event the stream ended inside was never dispatched: it is dropped, as SSE says
-
-
-def _drain(lines: Iterator[str], response: httpx.Response) -> None:
-    """Read what follows ``[DONE]`` (at most ``DRAIN_GRACE_S``) so an HTTP/1.1 connection whose
-    body ends there returns to the pool; a server that keeps the stream open is not waited for
-    (its connection is shut down and dropped), and nothing after ``[DONE]`` counts."""
-    with deadline_guard(response, DRAIN_GRACE_S):
-        try:
-            for _ in lines:
-                pass
-        except (httpx.HTTPError, ProviderError):
-            pass  # the answer is complete; only the connection is lost
 
 
 def _excerpt(text: str) -> str:

@@ -170,3 +170,19 @@ def sse_fields(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
             data.append(value)
         elif name == "error":
             yield "error", value
+
+
+DRAIN_GRACE_S = 1.0
+"""Seconds a streamed answer's body is read past ``[DONE]`` for its connection to be reused."""
+
+
+def drain_after_done(lines: Iterator[str], response: httpx.Response) -> None:
+    """Read what follows ``[DONE]`` (at most ``DRAIN_GRACE_S``) so an HTTP/1.1 connection whose
+    body ends there returns to the pool; a server that keeps the stream open is not waited for
+    (its connection is shut down and dropped), and nothing after ``[DONE]`` counts."""
+    with deadline_guard(response, DRAIN_GRACE_S):
+        try:
+            for _ in lines:
+                pass
+        except (httpx.HTTPError, ProviderError):
+            pass  # the answer is complete; only the connection is lost

@@ -20,14 +20,14 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from lab.errors import ProcessStartError
 from lab.sandbox.base import Launch, spawn_args
+from lab.sandbox.exitwait import open_exit_fd
 
 _KILL_GRACE_S = 0.5
 """Seconds between SIGTERM and SIGKILL of a timed-out process group."""
@@ -240,7 +240,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 def _kill_group(proc: subprocess.Popen[bytes], pipes: _Pipes) -> None:
     """SIGTERM the whole group, wait briefly for the leader (serving its pipes), then SIGKILL it."""
     _signal_group(proc.pid, signal.SIGTERM)
-    with _exit_fd(proc) as exit_fd:
+    with open_exit_fd(proc) as exit_fd:
         pipes.wait(exit_fd, _KILL_GRACE_S)
     # Always: grandchildren may ignore SIGTERM even when the leader obeyed.
     _signal_group(proc.pid, signal.SIGKILL)
@@ -279,7 +279,7 @@ def _watch(proc: subprocess.Popen[bytes], timeout_ms: int, cancel: threading.Eve
     the poll through a pipe.
     """
     deadline = time.monotonic() + timeout_ms / 1000
-    with _exit_fd(proc) as exit_fd:
+    with open_exit_fd(proc) as exit_fd:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -289,55 +289,6 @@ def _watch(proc: subprocess.Popen[bytes], timeout_ms: int, cancel: threading.Eve
             if pipes.wait(exit_fd, remaining if cancel is None else min(_CANCEL_CHECK_S, remaining)):
                 proc.wait()  # reaps at once: the child has exited
                 return False, False
-
-
-@contextmanager
-def _exit_fd(proc: subprocess.Popen[bytes]) -> Iterator[int]:
-    """A descriptor that turns readable when the child exits: its pidfd, or else a pipe a
-    waiter thread writes to after ``waitpid``."""
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):  # no pidfd support, or the child is already reaped
-        read_end, write_end = os.pipe()
-
-        def reap() -> None:
-            try:
-                proc.wait()
-                os.write(write_end, b"x")
-            except OSError:
-                pass  # nobody waits any more
-            finally:
-                os.close(write_end)
-
-        threading.Thread(target=reap, daemon=True).start()
-        try:
-            yield read_end
-        finally:
-            os.close(read_end)
-        return
-    try:
-        yield pidfd
-    finally:
-        os.close(pidfd)
-
-
-def wait_exit(proc: subprocess.Popen[bytes], timeout_s: float | None) -> bool:
-    """Block until ``proc`` exits (then reap it) or ``timeout_s`` seconds pass; True when it exited.
-
-    Woken by the exit itself (the child's pidfd), unlike
-    ``Popen.wait(timeout=…)``, which polls with sleeps of up to 50 ms.
-    ``timeout_s`` None waits without a limit.
-    """
-    if timeout_s is None:
-        proc.wait()
-        return True
-    with _exit_fd(proc) as exit_fd:
-        exited = select.poll()
-        exited.register(exit_fd, select.POLLIN)
-        if proc.poll() is not None or exited.poll(max(0.0, timeout_s) * 1000):
-            proc.wait()
-            return True
-    return False
 
 
 def run_process(argv: list[str], *, cwd: Path, timeout_ms: int, env: Mapping[str, str],

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from lab.errors import ProcessStartError
-from lab.sandbox.process import ProcessResult, minimal_env, run_process, wait_exit
+from lab.sandbox.exitwait import wait_exit
+from lab.sandbox.process import ProcessResult, minimal_env, run_process
 
 PY = sys.executable
 
