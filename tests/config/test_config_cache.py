@@ -198,6 +198,7 @@ def test_a_remembered_compose_loads_neither_hydra_nor_omegaconf(tmp_path: Path) 
             "'hash': c.config_hash(), 'data': c.data}))")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
     env["LAB_DATA_DIR"] = str(tmp_path / "runs")
+    env["LAB_CACHE_DIR"] = str(tmp_path / "cache")  # its own: the first child must compose
 
     def child() -> dict[str, Any]:
         out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
