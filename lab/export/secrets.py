@@ -31,6 +31,7 @@ stream and call :meth:`SecretScanner.scan` per document (or line).
 from __future__ import annotations
 
 import functools
+import importlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -83,7 +84,9 @@ EXTRA_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("GitHub Token", re.compile(r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}")),
     ("Google API Key", re.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])")),
     ("Bearer Token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})")),
-    ("Basic Auth Credentials", re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"'<>]+:([^\s/@\"'<>]+)@")),
+    # One scheme character before "://", not the whole scheme: a match can start only at "://",
+    # so a long run of letters costs one pass, not one pass per letter (quadratic).
+    ("Basic Auth Credentials", re.compile(r"[A-Za-z0-9+.-]://[^\s:/@\"'<>]+:([^\s/@\"'<>]+)@")),
 )
 PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
                                re.DOTALL)
@@ -174,9 +177,14 @@ class SecretScanner:
                 found.update(self._line_findings(line))
         return sorted(found)
 
-    def _line_findings(self, line: str) -> set[tuple[str, str]]:
+    def _line_findings(self, line: str, *, gated: bool = True) -> set[tuple[str, str]]:
+        """The findings of one line; ``gated``: skip a plugin none of whose patterns' required
+        literals are all in the line (:func:`required_literals`; exact, and it keeps patterns
+        such as npm's ``//.+/:_authToken=`` off the long lines where they cost quadratic time)."""
         found: set[tuple[str, str]] = set()
         for plugin in self._plugins:
+            if gated and not any(_may_match(pattern, line) for pattern in plugin.denylist):
+                continue
             if any(_plausible(candidate) for candidate in plugin.analyze_string(line)):
                 found.update((str(plugin.secret_type), value) for value in _matched_values(plugin, line))
         found.update((SK_KIND, m.group(0)) for m in SK_KEY.finditer(line) if _key_like(m.group(0)[3:]))
@@ -273,15 +281,50 @@ def _shape_hint() -> re.Pattern[str]:
     see a line break as a non-word character, so a shape found in one line
     is also found in the whole text: a text (or line) this finds nothing in
     holds no key shape, and the 18 plugins are asked only about the rare
-    lines that may. Checked against each pattern in tests/export.
+    lines that may. A pattern with a required literal of 3 or more
+    characters is represented by that literal alone, which keeps the search
+    linear in the text (npm's and the JWT pattern are not). Checked against
+    each pattern in tests/export.
     """
     patterns = [p for plugin in key_shape_plugins() for p in plugin().denylist]
     patterns += [SK_KEY, *(p for _, p in EXTRA_SHAPES), re.compile("-----BEGIN [A-Z ]*PRIVATE KEY-----")]
     alternatives = []
     for pattern in patterns:
+        literal = max(required_literals(pattern), key=len, default="")
+        if len(literal) >= 3:  # the literal alone: linear, whereas some patterns are not
+            alternatives.append(re.escape(literal))
+            continue
         flags = "".join(letter for flag, letter in _SCOPED_FLAGS if pattern.flags & flag)
         alternatives.append(f"(?{flags}:{_GLOBAL_FLAGS.sub('', pattern.pattern)})")
-    return re.compile("|".join(alternatives))
+    return re.compile("|".join(dict.fromkeys(alternatives)))
+
+
+@functools.lru_cache(maxsize=None)
+def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...]:
+    """The literal strings every match of ``pattern`` contains: its top-level runs of plain characters.
+
+    ``npm``'s ``//.+/:_authToken=…`` gives ``("//", "/:_authToken=")``; a
+    case-insensitive pattern gives ``()``. A text lacking one of them holds no
+    match, which a substring test tells in linear time, where a pattern whose
+    unbounded repeat may start at every position of a long line takes
+    quadratic time to say the same.
+    """
+    parser = importlib.import_module("re._parser")  # the standard library's own regex parser (sre_parse)
+    if pattern.flags & re.IGNORECASE:
+        return ()
+    runs, run = [], ""
+    for op, argument in parser.parse(pattern.pattern, pattern.flags):
+        if op is parser.LITERAL:
+            run += chr(argument)
+            continue
+        runs.append(run)
+        run = ""
+    return tuple(r for r in [*runs, run] if r)
+
+
+def _may_match(pattern: re.Pattern[str], line: str) -> bool:
+    """False when ``line`` lacks one of ``pattern``'s required literals (then it holds no match)."""
+    return all(literal in line for literal in required_literals(pattern))
 
 
 def _matched_values(plugin: RegexBasedDetector, line: str) -> set[str]:
@@ -289,19 +332,25 @@ def _matched_values(plugin: RegexBasedDetector, line: str) -> set[str]:
 
     detect-secrets reports group 1 of its patterns, which for some shapes is
     only a prefix (``ghp``); a group shorter than 8 characters is taken as
-    such a prefix and the whole match is replaced instead.
+    such a prefix and the whole match is replaced instead, extended to the
+    end of its token. A match inside the token of the one before it adds
+    nothing (that token is replaced whole), so a long token holding many
+    matches costs one pass, not one per match.
     """
     values = set()
     for pattern in plugin.denylist:
+        if not _may_match(pattern, line):
+            continue
+        token_end = -1  # where the token of the last whole-token value ends
         for match in pattern.finditer(line):
             group = match.group(1) if pattern.groups else None
             if group and len(group) >= MIN_CREDENTIAL_CHARS:
                 values.add(group)
-            else:  # the whole token: some patterns stop short of its end (a JWT's signature)
-                end = match.end()
-                while end < len(line) and (line[end].isalnum() or line[end] in "_.+/=-"):
-                    end += 1
-                values.add(line[match.start():end])
+            elif match.end() > token_end:  # the whole token: some patterns stop short of its end (a JWT's signature)
+                token_end = match.end()
+                while token_end < len(line) and (line[token_end].isalnum() or line[token_end] in "_.+/=-"):
+                    token_end += 1
+                values.add(line[match.start():token_end])
     return values
 
 
