@@ -54,11 +54,12 @@ def test_it_writes_the_file_and_exits_0(make_gateway: MakeGateway, provider: Loc
 
 def test_a_long_answer_is_written_whole_before_the_quick_exit(make_gateway: MakeGateway,
                                                              provider: LocalHTTPServer, tmp_path: Path) -> None:
-    # The agent ends with os._exit once its output is flushed: nothing buffered may be lost on a pipe.
+    # The agent ends with os._exit once its output is flushed: nothing buffered may be lost on a pipe
+    # (ten times a pipe's 64 KiB buffer; one JSON body, as 40k streamed deltas would only add time).
     answer = "".join(f"line {n} of a long final answer\n" for n in range(20000))
     provider.handler = ScriptedStub([Turn(text=answer)])
 
-    result = run_agent(make_gateway(), tmp_path)
+    result = run_agent(make_gateway(), tmp_path, "--no-stream")
 
     assert (result.returncode, result.stdout) == (0, answer + "\n"), result.stderr
 

@@ -153,12 +153,30 @@ def test_every_escape_is_contained_under_bwrap(corpus: Corpus, planted_key: str)
     assert leaked == []
 
 
+def _keep_only(corpus: Corpus, attempts: set[str]) -> None:
+    """Trim the copied suite to ``attempts``: their verifiers and the agent's probe calls for them."""
+    suite_file, script_file = corpus.suite / "suite.json", corpus.suite / "scripts" / "escapes.json"
+    suite, script = json.loads(suite_file.read_text("utf-8")), json.loads(script_file.read_text("utf-8"))
+    [task] = suite["tasks"]
+    task["verifiers"] = [v for v in task["verifiers"] if v["id"].split("-", 1)[1] in attempts]
+    for turn in script["turns"]:
+        if "toolCalls" in turn:
+            turn["toolCalls"] = [c for c in turn["toolCalls"] if c["arguments"]["argv"][1:2] != ["probe.py"]
+                                 or c["arguments"]["argv"][2] in attempts]
+    script["turns"] = [t for t in script["turns"] if t.get("toolCalls") != []]  # a turn left with no call
+    suite_file.write_text(json.dumps(suite), "utf-8")
+    script_file.write_text(json.dumps(script), "utf-8")
+
+
 def test_the_corpus_runs_unsandboxed_with_trust_local_and_says_so(corpus: Corpus) -> None:
+    # Only harmless attempts on the host: no fork bomb, no sleepers, no writes outside tmp_path.
+    _keep_only(corpus, {"read-checkout", "env", "loopback", "write-dotdot"})
     code, out, err = _lab_run(corpus, "sandbox=none", "trust_local=true")
-    assert code in (0, 1), out + err  # completed; failing verifiers are data
+    assert code in (0, 1) and "runs: 1 of 1" in out, out + err  # completed; failing verifiers are data
     record = _record(corpus)
     assert record["sandbox"] == "none" and record["status"] == "fail"
     verdicts = _verdicts(record)
+    assert len(verdicts) == 8
     # on the host the probes do escape: the corpus can tell contained from not
     assert verdicts["verifier-loopback"] == "fail" and verdicts["agent-loopback"] == "fail"
     assert verdicts["verifier-write-dotdot"] == "fail"
