@@ -322,7 +322,9 @@ def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
         if gate:
             display().stop()  # the last words of the eval: below the bar, which goes away
         if up_to_date:
-            text = f"{up_to_date} run(s) up to date, not executed again\n{text}"
+            kept = ("; keep=true keeps the workspaces of executed runs only (add force=true to run them again)"
+                    if prep.ctx.config.data["keep"] else "")
+            text = f"{up_to_date} run(s) up to date, not executed again{kept}\n{text}"
             note = _runtime_note(prep)
             if note:
                 text = f"{note}\n{text}"

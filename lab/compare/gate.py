@@ -130,7 +130,7 @@ def ci_verdict(report_dirs: list[Path], skipped: list[tuple[str, str]]) -> tuple
     rows += [(suite_id, "—", "—", "—", "—", "—", f"skipped: {why}") for suite_id, why in skipped]
     if not report_dirs:
         code = 1
-    table = tabulate(rows, headers=["suite", "replayed", "passed", "failed", "errors", "divergences", "status"],
+    table = tabulate(rows, headers=["suite", "runs", "passed", "failed", "errors", "divergences", "status"],
                      tablefmt="simple")
     verdict = {0: "ci: every cassette replays cleanly and passes",
                1: "ci: FAILED: a replayed task failed or errored" if report_dirs else "ci: FAILED: nothing was replayed",

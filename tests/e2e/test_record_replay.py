@@ -77,6 +77,11 @@ def test_keep_prints_and_keeps_the_workspace(tmp_path: Path) -> None:
     kept = Path(line.split("workspace kept at ", 1)[1].strip())
     assert kept.is_dir() and (kept / "check.py").exists()
     assert kept.is_relative_to(tmp_path)
+    # Again: the run is up to date, nothing runs, and the console says how to keep a workspace anyway.
+    again = run_cmd(["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file]", "keep=true"], tmp_path)
+    assert again.returncode == 0 and "workspace kept at" not in again.stdout, again.stdout + again.stderr
+    assert "1 run(s) up to date, not executed again; keep=true keeps the workspaces of executed runs only " \
+           "(add force=true to run them again)" in again.stdout
 
 
 def test_a_cassette_of_another_task_is_refused(tmp_path: Path) -> None:
