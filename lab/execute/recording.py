@@ -100,8 +100,11 @@ def replay_preconditions(ctx: Any, task: Task, header: dict[str, Any], source: s
                             f"this run has {policy} (adjust allow=/read_only= or re-record)")
     warnings = []
     if header.get("configHash") != ctx.config.config_hash("record"):
-        warnings.append(f"{source}: recorded with config {str(header.get('configHash'))[:12]}, "
-                        f"replayed with {ctx.config.config_hash('record')[:12]}; requests may diverge")
+        # The banner shows the replay-mode hash; the cassette holds a record-mode one: name both.
+        warnings.append(f"{source}: recorded with config {str(header.get('configHash'))[:12]}, but these settings "
+                        f"record as {ctx.config.config_hash('record')[:12]} (the banner's config "
+                        f"{ctx.config.config_hash()[:12]} is the same settings in replay mode); "
+                        "requests may diverge")
     return warnings
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -68,6 +69,10 @@ def test_a_different_config_hash_warns_once_per_cassette(tmp_path: Path) -> None
                       "agent.limits.command_timeout_ms=59000"], tmp_path)
     assert result.stderr.count("warning:") == 1
     assert "recorded with config" in result.stderr
+    # The warning names the banner's own hash too (replay mode), beside the record-mode one it compares.
+    banner_hash = re.search(r"· config ([0-9a-f]{12}) ·", result.stdout)
+    assert banner_hash and f"(the banner's config {banner_hash[1]} is the same settings in replay mode)" \
+        in result.stderr, result.stdout + result.stderr
 
 
 def test_keep_prints_and_keeps_the_workspace(tmp_path: Path) -> None:
