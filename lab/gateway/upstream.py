@@ -127,7 +127,13 @@ class LiveUpstream:
         url = f"{self.base_url.rstrip('/')}/{request.endpoint}"
         outgoing = client.build_request("POST", url, content=content, headers=headers)
         try:
-            response = await client.send(outgoing, stream=True)
+            try:
+                response = await client.send(outgoing, stream=True)
+            except httpx.RemoteProtocolError:
+                # A pooled keep-alive connection the provider closed while the agent worked (say,
+                # a long tool command) ends with not one byte of answer: sent once more at once,
+                # on a new connection, as the lab's own provider client does.
+                response = await client.send(outgoing, stream=True)
         except httpx.TimeoutException:
             raise UpstreamError(f"upstream {self._where()}: timed out after {self.timeout_s} s",
                                 cause="timeout") from None

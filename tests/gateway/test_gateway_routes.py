@@ -110,6 +110,31 @@ def test_an_unreachable_provider_is_502(make_gateway: MakeGateway) -> None:
     assert gateway.stats.upstream_errors == 1
 
 
+def test_a_connection_closed_without_an_answer_is_sent_again_once(make_gateway: MakeGateway,
+                                                                   provider: LocalHTTPServer) -> None:
+    # What a pooled keep-alive connection the provider closed while the agent worked looks like.
+    answers = iter([lambda resp: resp.close(), lambda resp: resp.send_json(200, {"id": "c", "choices": []})])
+    provider.handler = lambda req, resp: next(answers)(resp)
+    gateway = make_gateway()
+
+    response = httpx.post(gateway.address.base_url + "/chat/completions", json={"model": "m"}, headers=AUTH)
+
+    assert (response.status_code, response.json()["id"]) == (200, "c")
+    assert len(provider.requests) == 2 and gateway.stats.upstream_errors == 0
+
+
+def test_a_provider_that_always_closes_without_an_answer_is_502(make_gateway: MakeGateway,
+                                                                provider: LocalHTTPServer) -> None:
+    provider.handler = lambda req, resp: resp.close()
+    gateway = make_gateway()
+
+    response = httpx.post(gateway.address.base_url + "/chat/completions", json={"model": "m"}, headers=AUTH)
+
+    assert response.status_code == 502
+    assert "RemoteProtocolError" in response.json()["error"]["message"]
+    assert len(provider.requests) == 2  # one send and one resend, no more
+
+
 def test_a_provider_error_passes_through(make_gateway: MakeGateway, provider: LocalHTTPServer) -> None:
     provider.handler = lambda req, resp: resp.send_json(429, {"error": {"message": "slow down"}})
 
