@@ -48,7 +48,7 @@ def _variables(allowed: tuple[str, ...], required: tuple[str, ...], usage: str) 
 
 
 def task_compare() -> Iterator[dict[str, Any]]:
-    """Compare two reports into comparison.json/.md (doit compare base=… cand=… [out=DIR] [tolerance=…])."""
+    """Compare two reports into comparison.json/.md/.html (doit compare base=… cand=… [out=DIR] [tolerance=…])."""
     yield from creator("compare", _compare_spec, _compare_tasks, prefix="doit compare: ")
 
 

@@ -1,6 +1,6 @@
 """The ``lab`` command: a thin front over the doit graph and the library.
 
-    lab list                          bundled suites, versions, digests, cassettes
+    lab list [suite_dir=DIR] [cassette_dir=DIR]   bundled (or suite_dir) suites, versions, digests, cassettes
     lab run [OVERRIDES…]              same as `doit eval OVERRIDES…`
     lab record [OVERRIDES…]           same as `doit record OVERRIDES…`
     lab gate REPORT [min_pass_rate=1.0] [allow_flaky=false]   CI verdict on a report (exit 0/1/2)
@@ -9,7 +9,8 @@
                                       cassette; exit 2 on divergence, 1 on failure; cassette_dir: one suite only
     lab gen-stress instances=N [out=DIR] [force=true]   write N seeded chain-walk-rules instances
     lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]   compare two reports; exit 3 if incompatible
-    lab admit BASE CAND [REPEAT_BASE REPEAT_CAND] [max_token_increase=0.2]   admission rule; exit 0 = admit
+    lab admit BASE CAND [REPEAT_BASE REPEAT_CAND] [tolerance=0.05] [max_token_increase=0.2] [json=true]
+                                      the admission rule, clause by clause; exit 0 = admit
     lab export RUN_ID out=FILE [force=true] [redact=true]   one scrubbed, secret-checked JSON bundle of a run
     lab tools                         the built-in tools: names, arguments, result formats (= docs/tools.md)
     lab --version                     the lab's version; `python -m lab …` is the same as `lab …`
@@ -20,12 +21,12 @@
 groups and keys, `lab run --cfg job …` prints the composed configuration and
 its hash without running anything (also --info, --shell-completion).
 
-Each subcommand is a module of this package; it may import anything below it
-(lab.build, lab.execute, …), nothing imports it.
-
 Overrides use Hydra syntax (``suite=core k=5 mode=replay provider.model=x``).
 Exit codes: 0 completed (whichever tasks passed), 1 usage or infrastructure
 error, 2 replay divergence, 3 incompatible compare, 130 cancelled.
+
+(For developers: each subcommand is a module of this package; it may import
+anything below it (lab.build, lab.execute, …), nothing imports it.)
 """
 
 from __future__ import annotations
@@ -52,18 +53,31 @@ COMMANDS = {
     "agents": "lab.cli.agents:agents",
 }
 
-USAGE = __doc__ or ""
+USAGE = (__doc__ or "").split("\n(For developers:")[0]
 HYDRA_COMMANDS = ("run", "record", "ci", "variants")
 """Commands whose ``key=value`` words are Hydra overrides (they share --help, --cfg, --info)."""
 
 
 def command_help(command: str, handler: object) -> str:
-    """``lab COMMAND --help``: its usage line from the overview, then the handler's docstring."""
+    """``lab COMMAND --help``: its usage line from the overview, then the command's description.
+
+    The description is the handler module's docstring when that module is about
+    this command (its first line starts with ```lab COMMAND``), else the
+    handler's own; either way without its usage line, without the citations of
+    the specification (``(SPEC K4)``), and with reST markup made plain.
+    """
     import inspect
+    import re
 
     usage = [line.strip() for line in USAGE.splitlines() if line.strip().startswith(f"lab {command} ")]
-    doc = inspect.getdoc(handler) or ""
-    return "\n".join([f"usage: {usage[0]}" if usage else f"usage: lab {command}", "", doc]).rstrip()
+    module_doc = inspect.getdoc(inspect.getmodule(handler)) or ""
+    doc = module_doc.partition("\n")[2] if module_doc.startswith(f"`lab {command}") else ""
+    doc = doc.strip() or inspect.getdoc(handler) or ""
+    doc = re.sub(r" ?\(SPEC [^()]*\)", "", doc)  # the specification is not shipped with the lab
+    doc = re.sub(r"SPEC [A-Z]+\d+[–-]?[A-Z]*\d*, ", "", doc)
+    doc = re.sub(r":\w+:`([^`]+)`", r"\1", doc).replace("``", "`")
+    lines = [f"usage: {line}" if i == 0 else f"       {line}" for i, line in enumerate(usage or [f"lab {command}"])]
+    return "\n".join([*lines, "", doc.strip()]).rstrip()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

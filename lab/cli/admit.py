@@ -57,7 +57,7 @@ def _text(result: Admission, base: dict[str, Any], cand: dict[str, Any]) -> str:
     from tabulate import tabulate
 
     rows = [(n, c.text, c.status, c.detail) for n, c in enumerate(result.clauses, 1)]
-    lines = [f"admission rule (SPEC K4): {base.get('suiteId')} {base.get('suiteVersion')}, "
+    lines = [f"admission rule: {base.get('suiteId')} {base.get('suiteVersion')}, "
              f"base {base.get('runId')} vs cand {cand.get('runId')}",
              tabulate(rows, headers=["", "clause", "status", "detail"], tablefmt="simple", disable_numparse=True),
              f"verdict: {result.verdict}"]

@@ -3,7 +3,8 @@
 BASE and CAND are each a ``report.json``, the directory holding one, or a run
 id (``<suite>.v<version>.<cfg12>.<endpoint>.k<k>.s<seed>``, looked up in the run store). Without
 ``out`` the comparison is printed as Markdown (``json=true``: as JSON); with
-``out=DIR`` it is written to ``DIR/comparison.json`` and ``DIR/comparison.md``.
+``out=DIR`` it is written to ``DIR/comparison.json``, ``DIR/comparison.md`` and
+``DIR/comparison.html``.
 
 Exit codes: 0 compared (whatever the verdict), 1 usage error or a missing or
 invalid report, 3 incompatible reports (different suite id or version).

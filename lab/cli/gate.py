@@ -1,4 +1,17 @@
-"""`lab gate REPORT [min_pass_rate=…] [allow_flaky=false]`: the CI verdict on a report."""
+"""`lab gate REPORT [min_pass_rate=…] [allow_flaky=false]`: the CI verdict on a report.
+
+REPORT is a ``report.json``, the directory holding one, or a run id. An eval
+exits 0 whichever tasks passed (a failing task is data); the gate decides,
+stating every reason on a line of its own:
+
+- exit 2: a run diverged from its cassette (replay divergence);
+- exit 1: a run errored, a planned run has no record, nothing was judged,
+  the success rate is below ``min_pass_rate`` (default 1.0), or a task
+  failed (a judged run of it did not pass; with ``allow_flaky=true`` a task
+  that passed at least once is not failed, though the rate still counts
+  its failures); also a usage error or a missing or invalid report;
+- exit 0 otherwise.
+"""
 
 from __future__ import annotations
 

@@ -288,7 +288,7 @@ def _aggregate(tasks: list[dict[str, Any]], tolerance: float, *, same_mode: bool
                              "lostReliability": [t["taskId"] for t in paired if t["lostReliability"]]}
     if not same_mode or not paired:
         why = "the modes differ" if not same_mode else "no task has judged runs on both sides"
-        return {**block, "verdict": "not_comparable", "reason": f"not comparable: {why}"}
+        return {**block, "verdict": "not_comparable", "reason": why}
     base_rate = sum(t["base"]["successRate"] for t in paired) / len(paired)
     cand_rate = sum(t["cand"]["successRate"] for t in paired) / len(paired)
     delta = cand_rate - base_rate

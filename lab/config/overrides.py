@@ -22,6 +22,8 @@ from typing import Any
 
 from lab.paths import CONF_DIR, ROOT, from_root
 
+LIST_KEYS = ("tasks", "allow", "agent.tools")
+"""Keys whose values are lists: ``tasks=a,b`` reads as a sweep, ``tasks=[a,b]`` is the list."""
 PLAIN_OPTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
@@ -134,6 +136,8 @@ def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_di
         key = sweep.group(1).split("=", 1)[0].lstrip("+~")
         hint = (f"compare them with `lab variants … {sweep.group(1)}` or sweep with `lab run -m …`"
                 if key == "variant" or is_measured_key(key) else f"sweep with `lab run -m … {sweep.group(1)}`")
+        if key in LIST_KEYS:
+            hint += f"; for a list, write {key}=[{sweep.group(1).split('=', 1)[1]}]"
         return f"config: '{sweep.group(1)}' is a sweep, and this command runs one configuration; {hint}"
     if "Config group override must be a string" in text:
         bad = next((o for o in overrides if "=" in o and not o.startswith(("+", "~"))
@@ -154,7 +158,11 @@ def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_di
     merging = re.search(r"Error merging override (\S+)", text)
     detail = " ".join(str(chain[-1]).split("\n")[0].split())
     if merging:
-        return f"config: bad value in override '{merging.group(1)}': {detail}"
+        merged = merging.group(1)
+        key, _, value = merged.partition("=")
+        hint = (f" (a list: write {key}=[{value}])"
+                if "is not a ListConfig" in detail and value and not value.startswith("[") else "")
+        return f"config: bad value in override '{merged}': {detail}{hint}"
     if full_key:
         return f"config: {full_key.group(1)}: {detail}"
     if len(overrides) == 1:  # composed one override at a time: that one is the culprit

@@ -82,15 +82,19 @@ def conditions(h: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def endpoint_text(h: dict[str, Any]) -> str:
-    """The measured endpoint as a report states it: ``openai http://host:port/v1 (key openai-1a2b3c4d)``.
+    """The measured endpoint as a report states it: ``openai http://host:port/v1 (key openai-1a2b3c4d)``,
+    ``cassettes (replay: no network)``, ``scripted (no network)``.
 
     Reports written before the endpoint identity existed say ``not recorded``.
     """
     endpoint = h.get("endpoint")
     if not isinstance(endpoint, dict):
         return "not recorded"
-    where = endpoint.get("url") or "no endpoint"
-    return f"{endpoint.get('provider')} {where} (key {endpoint.get('key')})"
+    if endpoint.get("provider") == "cassette":
+        return "cassettes (replay: no network)"
+    if not endpoint.get("url"):
+        return f"{endpoint.get('provider')} (no network)"
+    return f"{endpoint.get('provider')} {endpoint['url']} (key {endpoint.get('key')})"
 
 
 def render_markdown(doc: dict[str, Any], records: list[dict[str, Any]] | None = None) -> str:

@@ -84,6 +84,7 @@ def test_different_modes_are_not_comparable_anywhere() -> None:
     assert doc["aggregate"]["verdict"] == "not_comparable"
     assert all(not d["comparable"] for d in doc["deltas"].values())
     assert any("different modes" in w for w in doc["warnings"])
+    assert "**Verdict: not comparable** — the modes differ." in render_comparison_markdown(doc)
 
 
 def test_task_absent_from_one_report_is_not_comparable_and_left_out_of_the_aggregate() -> None:

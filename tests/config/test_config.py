@@ -44,6 +44,10 @@ def test_external_suite_without_a_location_is_rejected_at_compose() -> None:
     ("provider=openai provider.base_url=ftp://x", "provider.base_url: 'ftp://x' does not match '^https?://'"),
     ("tasks=[a,a]", "config: tasks: ['a', 'a'] has non-unique elements"),
     ("agent.system_prompt=''", "config: agent.system_prompt: '' should be non-empty"),
+    ("tasks=edit-file", "not a ListConfig, list or tuple. (a list: write tasks=[edit-file])"),
+    ("allow=write", "(a list: write allow=[write])"),
+    ("tasks=edit-file,add", "is a sweep, and this command runs one configuration; sweep with `lab run -m … "
+                            "tasks=edit-file,add`; for a list, write tasks=[edit-file,add]"),
 ])
 def test_bad_override_is_one_line_naming_the_key(override: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:

@@ -148,11 +148,23 @@ def test_variants_execute_both_sides_and_reuse_only_an_identical_variants_comman
 
 
 @pytest.mark.parametrize("command", ["run", "record", "ci", "variants", "list", "gate", "gen-stress", "compare",
-                                     "admit", "export", "tools"])
+                                     "admit", "export", "tools", "agents"])
 def test_every_subcommand_has_help(command: str, tmp_path: Path) -> None:
     result = run_cmd(["lab", command, "--help"], tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"usage: lab {command}")
+    # Written for users: a description, not a developer's note, a citation of the
+    # unshipped specification or reST markup.
+    body = result.stdout.split("\n\n", 1)[1]
+    assert len(body) > 40, result.stdout
+    for internal in ("SPEC ", "module docstring", "Dispatch", ":mod:", "``"):
+        assert internal not in result.stdout, result.stdout
+
+
+def test_the_overview_is_for_users(tmp_path: Path) -> None:
+    result = run_cmd(["lab", "--help"], tmp_path)
+    assert result.returncode == 0 and "lab compare BASE CAND" in result.stdout
+    assert "For developers" not in result.stdout and "import" not in result.stdout
 
 
 def test_run_help_lists_groups_options_and_keys_with_defaults(tmp_path: Path) -> None:

@@ -1,13 +1,15 @@
-"""The closing table always says how many planned runs were not attempted, and why."""
+"""The closing table always says how many planned runs were not attempted, and why, and names the endpoint plainly."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from lab.report.closing import attempted_line
+from lab.report.markdown import endpoint_text
 
 
 def doc(requested: int, completed: int, voided: bool) -> dict[str, Any]:
@@ -29,3 +31,14 @@ def test_counts_add_up(requested: int, completed: int, voided: bool) -> None:
     line = attempted_line(doc(requested, completed, voided))
     assert f"{completed} of {requested}" in line
     assert (f"{requested - completed} not attempted" in line) == (completed < requested)
+
+
+@pytest.mark.parametrize(("endpoint", "text"), [
+    ({"provider": "cassette", "url": None, "key": "cassette"}, "cassettes (replay: no network)"),
+    ({"provider": "scripted", "url": None, "key": "scripted"}, "scripted (no network)"),
+    ({"provider": "openai", "url": "http://127.0.0.1:8000/v1", "key": "openai-1a2b3c4d"},
+     "openai http://127.0.0.1:8000/v1 (key openai-1a2b3c4d)"),
+    (None, "not recorded"),
+])
+def test_the_endpoint_reads_plainly(endpoint: dict[str, Any] | None, text: str) -> None:
+    assert endpoint_text({"endpoint": endpoint} if endpoint else {}) == text
