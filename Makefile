@@ -38,8 +38,9 @@ run: $(STAMP)
 ## test: run the test suite, one worker per core (tests share no directory or port)
 # compileall first: the tests start hundreds of lab processes, and without bytecode on disk
 # (PYTHONDONTWRITEBYTECODE=1) each would compile the lab's sources again (~0.25 s apiece).
+# A file that does not compile is left to pytest, which names it.
 test: $(STAMP)
-	@$(BIN)/python -m compileall -q lab tests dodo.py >/dev/null
+	@$(BIN)/python -m compileall -q lab tests dodo.py >/dev/null 2>&1 || true
 	$(BIN)/python -m pytest -q -n auto --dist loadgroup
 
 ## typecheck: mypy --strict over the library

@@ -11,10 +11,10 @@ from lab.build.cmdline import doit_config
 from lab.build.compare_export import task_compare, task_export
 from lab.build.graph import task_eval, task_record
 from lab.build.variants import task_variants
-from lab.console import tolerate_closed_stdout
+from lab.console import tolerate_closed_console
 
 DOIT_CONFIG = doit_config()
-tolerate_closed_stdout()  # `doit eval … | head -1`: the eval goes on when the reader goes away
+tolerate_closed_console()  # `doit eval … | head -1`, `2>&1 | head`: the eval goes on when the reader goes away
 
 # At exit the interpreter's last garbage collections walk every object the command made
 # (Hydra's, the suite's, the runs'): 0.05-0.1 s of CPU for an eval. Frozen, they are left to

@@ -1,14 +1,18 @@
-"""Standard output whose reader may go away: ``lab run … | head -1``.
+"""Console streams whose reader may go away: ``lab run … | head -1``, ``2>&1 | head``, ``>&-``.
 
 When the reading end of a pipe closes, the next write raises
 ``BrokenPipeError`` (Python ignores SIGPIPE). Left alone, that error would
 stop whichever action was printing, be taken for a fault of the data dir,
-and be printed again at exit. :func:`tolerate_closed_stdout` wraps
-``sys.stdout`` so that once its reader has gone, what follows is discarded:
-the eval goes on to write its records and report, and the command exits with
-the eval's own code. Nothing else writes to a closed pipe more gracefully:
-restoring SIGPIPE's default action would also kill the process on a write
-to a socket whose peer has gone (the gateway, the provider clients).
+and be printed again at exit. :func:`tolerate_closed_console` wraps
+``sys.stdout`` and ``sys.stderr`` so that once a stream cannot be written
+(its reader has gone, it was closed before the command started, or the
+device refuses the bytes, as ``/dev/full`` does), what follows on it is
+discarded: the eval goes on to write its records and report, which are what
+it exists for, and the command exits with the eval's own code.
+
+Nothing else handles a closed pipe this way: restoring SIGPIPE's default
+action would also kill the process on a write to a socket whose peer has
+gone (the gateway, the provider clients).
 """
 
 from __future__ import annotations
@@ -19,10 +23,14 @@ from typing import Any, TextIO
 
 
 class ClosedPipeTolerant:
-    """A text stream that writes to ``stream`` until its reader goes away, then to /dev/null.
+    """A text stream that writes to ``stream`` until a write fails, then to /dev/null.
 
     Every other attribute (``isatty``, ``fileno``, ``encoding``, …) is the
     wrapped stream's.
+
+    Attributes:
+        reader_gone: True once a write or flush failed (``OSError``: a closed
+            pipe, a full device).
     """
 
     def __init__(self, stream: TextIO) -> None:
@@ -32,14 +40,14 @@ class ClosedPipeTolerant:
     def write(self, text: str) -> int:
         try:
             return self._stream.write(text)
-        except BrokenPipeError:
+        except OSError:
             self._discard_from_now_on()
             return len(text)
 
     def flush(self) -> None:
         try:
             self._stream.flush()
-        except BrokenPipeError:
+        except OSError:
             self._discard_from_now_on()
 
     def _discard_from_now_on(self) -> None:
@@ -59,7 +67,15 @@ class ClosedPipeTolerant:
         return getattr(self._stream, name)
 
 
-def tolerate_closed_stdout() -> None:
-    """Wrap ``sys.stdout`` in :class:`ClosedPipeTolerant` (once; a no-op when already wrapped)."""
-    if not isinstance(sys.stdout, ClosedPipeTolerant) and sys.stdout is not None:
-        sys.stdout = ClosedPipeTolerant(sys.stdout)
+def tolerate_closed_console() -> None:
+    """Wrap ``sys.stdout`` and ``sys.stderr`` in :class:`ClosedPipeTolerant` (once each).
+
+    A stream closed before the command started (``>&-``: Python sets it to
+    None) becomes /dev/null.
+    """
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is None:
+            stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (the process's own stream)
+        if not isinstance(stream, ClosedPipeTolerant):
+            setattr(sys, name, ClosedPipeTolerant(stream))

@@ -1,4 +1,4 @@
-"""A closed pipe on standard output: the eval goes on, quietly, and exits with its own code."""
+"""A closed pipe on standard output or error: the eval goes on, quietly, and exits with its own code."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import io
 import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from lab.console import ClosedPipeTolerant
 from tests.helpers.lab_process import BIN, ROOT
@@ -28,18 +30,40 @@ def test_writes_after_the_reader_closed_are_discarded() -> None:
     stream.close()
 
 
-def test_lab_run_piped_into_head_completes_the_eval(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {"LAB_DATA_DIR": str(tmp_path)}
-    with subprocess.Popen([str(BIN / "lab"), "run", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]"],
-                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+def _env(data: Path) -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {"LAB_DATA_DIR": str(data)}
+
+
+ARGV = [str(BIN / "lab"), "run", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]",
+        "agent.limits.command_timeout_ms=59000"]  # a config-hash warning on stderr too
+
+
+def _one_report(data: Path) -> str:
+    [report] = data.glob("smoke-coding/*/reports/*/report.json")
+    return report.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("stderr_too", [False, True], ids=["stdout", "stdout-and-stderr"])
+def test_lab_run_piped_into_head_completes_the_eval(tmp_path: Path, stderr_too: bool) -> None:
+    """`lab run … | head -1` and `lab run … 2>&1 | head -1`."""
+    with subprocess.Popen(ARGV, cwd=ROOT, env=_env(tmp_path), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT if stderr_too else subprocess.PIPE,
                           stdin=subprocess.DEVNULL) as process:
-        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout is not None
         first = process.stdout.readline()  # what `| head -1` reads before it exits
         process.stdout.close()
-        stderr = process.stderr.read().decode()
+        stderr = process.stderr.read().decode() if process.stderr else ""
         code = process.wait(timeout=120)
     assert first.startswith(b"eval smoke-coding 1.0.0 ")
     assert code == 0, stderr
     assert "Broken pipe" not in stderr and "Traceback" not in stderr, stderr
-    [report] = tmp_path.glob("smoke-coding/*/reports/*/report.json")
-    assert '"passes": 1' in report.read_text(encoding="utf-8")
+    assert '"passes": 1' in _one_report(tmp_path)
+
+
+@pytest.mark.parametrize("redirect", [">&-", "2>&-", ">/dev/full"])
+def test_a_closed_or_full_console_loses_no_result(tmp_path: Path, redirect: str) -> None:
+    result = subprocess.run(["sh", "-c", f'exec "$@" {redirect}', "sh", *ARGV], cwd=ROOT, env=_env(tmp_path),
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert '"passes": 1' in _one_report(tmp_path)

@@ -82,9 +82,9 @@ def command_help(command: str, handler: object) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``lab`` console script; returns the exit code."""
-    from lab.console import tolerate_closed_stdout
+    from lab.console import tolerate_closed_console
 
-    tolerate_closed_stdout()  # `lab run … | head -1`: the eval goes on when the reader goes away
+    tolerate_closed_console()  # `lab run … | head -1`: the eval goes on when the reader goes away
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in {"-h", "--help", "help"}:
         print(USAGE.strip())
