@@ -31,7 +31,6 @@ stream and call :meth:`SecretScanner.scan` per document (or line).
 from __future__ import annotations
 
 import functools
-import importlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from lab.export.credentials import CREDENTIAL_HEADERS as CREDENTIAL_HEADERS
 from lab.export.credentials import CREDENTIAL_NAME as CREDENTIAL_NAME
 from lab.export.credentials import CREDENTIAL_SUFFIXES as CREDENTIAL_SUFFIXES
 from lab.export.credentials import MIN_CREDENTIAL_CHARS, credential_values, is_credential_header
+from lab.export.linear_scan import linear_denylist, mask_spans, may_match, required_literals
 
 if TYPE_CHECKING:
     from detect_secrets.plugins.base import RegexBasedDetector
@@ -128,6 +128,8 @@ class SecretScanner:
         self._suspect = re.compile("|".join([_shape_hint().pattern,
                                              *(re.escape(value) for _, value in self._credentials)]))
         self._plugins = [plugin() for plugin in key_shape_plugins()]
+        for plugin in self._plugins:  # this instance's patterns (the class keeps detect-secrets' own)
+            setattr(plugin, "denylist", linear_denylist(plugin.denylist))  # a class attribute in each plugin
 
     def scan(self, document: Any, *, field: str = "") -> list[SecretHit]:
         """Every hit in ``document`` (dicts, lists, strings, scalars), in document order.
@@ -183,7 +185,7 @@ class SecretScanner:
         such as npm's ``//.+/:_authToken=`` off the long lines where they cost quadratic time)."""
         found: set[tuple[str, str]] = set()
         for plugin in self._plugins:
-            if gated and not any(_may_match(pattern, line) for pattern in plugin.denylist):
+            if gated and not any(may_match(pattern, line) for pattern in plugin.denylist):
                 continue
             if any(_plausible(candidate) for candidate in plugin.analyze_string(line)):
                 found.update((str(plugin.secret_type), value) for value in _matched_values(plugin, line))
@@ -196,11 +198,18 @@ class SecretScanner:
         return found
 
     def redact_text(self, text: str) -> tuple[str, list[str]]:
-        """``text`` with every secret replaced by :func:`marker` of its kind; (text, kinds replaced)."""
+        """``text`` with every secret replaced by :func:`marker` of its kind; (text, kinds replaced).
+
+        Every occurrence of every secret found is masked; secrets that overlap
+        are masked as one span (:func:`lab.export.linear_scan.mask_spans`).
+        """
         findings = self.findings(text)
-        for kind, value in sorted(findings, key=lambda f: -len(f[1])):  # longest first: no partial markers
-            text = text.replace(value, marker(kind))
-        return text, sorted({kind for kind, _ in findings})
+        if not findings:
+            return text, []
+        markers: dict[str, str] = {}
+        for kind, value in findings:  # sorted: a value found as two kinds takes the first kind's marker
+            markers.setdefault(value, marker(kind))
+        return mask_spans(text, markers), sorted({kind for kind, _ in findings})
 
     def redact(self, document: Any, *, field: str = "") -> tuple[Any, list[SecretHit]]:
         """A copy of ``document`` with every secret replaced by its marker, and the hits replaced.
@@ -299,34 +308,6 @@ def _shape_hint() -> re.Pattern[str]:
     return re.compile("|".join(dict.fromkeys(alternatives)))
 
 
-@functools.lru_cache(maxsize=None)
-def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...]:
-    """The literal strings every match of ``pattern`` contains: its top-level runs of plain characters.
-
-    ``npm``'s ``//.+/:_authToken=…`` gives ``("//", "/:_authToken=")``; a
-    case-insensitive pattern gives ``()``. A text lacking one of them holds no
-    match, which a substring test tells in linear time, where a pattern whose
-    unbounded repeat may start at every position of a long line takes
-    quadratic time to say the same.
-    """
-    parser = importlib.import_module("re._parser")  # the standard library's own regex parser (sre_parse)
-    if pattern.flags & re.IGNORECASE:
-        return ()
-    runs, run = [], ""
-    for op, argument in parser.parse(pattern.pattern, pattern.flags):
-        if op is parser.LITERAL:
-            run += chr(argument)
-            continue
-        runs.append(run)
-        run = ""
-    return tuple(r for r in [*runs, run] if r)
-
-
-def _may_match(pattern: re.Pattern[str], line: str) -> bool:
-    """False when ``line`` lacks one of ``pattern``'s required literals (then it holds no match)."""
-    return all(literal in line for literal in required_literals(pattern))
-
-
 def _matched_values(plugin: RegexBasedDetector, line: str) -> set[str]:
     """The text to replace for each match of a plugin: its secret group, or the whole match.
 
@@ -339,7 +320,7 @@ def _matched_values(plugin: RegexBasedDetector, line: str) -> set[str]:
     """
     values = set()
     for pattern in plugin.denylist:
-        if not _may_match(pattern, line):
+        if not may_match(pattern, line):
             continue
         token_end = -1  # where the token of the last whole-token value ends
         for match in pattern.finditer(line):
