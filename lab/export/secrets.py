@@ -86,7 +86,9 @@ EXTRA_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("Bearer Token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})")),
     # One scheme character before "://", not the whole scheme: a match can start only at "://",
     # so a long run of letters costs one pass, not one pass per letter (quadratic).
-    ("Basic Auth Credentials", re.compile(r"[A-Za-z0-9+.-]://[^\s:/@\"'<>]+:([^\s/@\"'<>]+)@")),
+    # The user may be empty (redis://:password@host).
+    ("Basic Auth Credentials", re.compile(r"[A-Za-z0-9+.-]://[^\s:/@\"'<>]*:([^\s/@\"'<>]+)@")),
+    ("NPM Token", re.compile(r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
 )
 PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
                                re.DOTALL)

@@ -22,6 +22,7 @@ CORPUS = {
     "AWS Access Key": ["AKIA" + "IOSFODNN7EXAMPL3"],
     "sk- API key (OpenAI/Anthropic style)": ["sk-proj-" + "AbC123dEf456GhI789jKl012MnO345pQr678"],
     "Slack Token": ["xoxb-" + "1234567890-abcdefghijklmnop"],
+    "NPM Token": ["npm_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"],
 }
 SHAPES = [(kind, key) for kind, keys in CORPUS.items() for key in keys]
 OPAQUE = "9f8e7d6c5b4a3928" + "1706abcdefXYZ123"  # an opaque token: known only after "Bearer"
@@ -152,3 +153,15 @@ def test_redact_true_on_the_command_line(tmp_path: Path, argv: list[str]) -> Non
     assert result.returncode == 0, result.stdout + result.stderr
     text = out.read_text(encoding="utf-8")
     assert key not in text and "<secret:aws-access-key>" in text
+
+
+def test_a_url_with_an_empty_user_name_loses_its_password() -> None:
+    redacted, kinds = SecretScanner(env={}).redact_text("REDIS_URL=redis://:" + "s3cretpass" + "@cache:6379/0")
+    assert redacted == "REDIS_URL=redis://:<secret:basic-auth-credentials>@cache:6379/0"
+    assert kinds == ["Basic Auth Credentials"]
+
+
+@pytest.mark.parametrize("text", ["npm_install_packages_for_the_whole_repository_now", "see http://host:8080/a@b",
+                                  "mailto:me@example.com"])
+def test_look_alikes_are_left_alone(text: str) -> None:
+    assert SecretScanner(env={}).redact_text(text) == (text, [])
