@@ -179,9 +179,12 @@ def parsed(text: str) -> Links:
     return links
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def large_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 10k-run report over 50 tasks, built from its record files."""
+    """A 10k-run report over 50 tasks, built from its record files (read only by its tests).
+
+    Session-scoped: a worker that runs tests of other modules between these
+    would otherwise build it again for each stretch of them."""
     root = tmp_path_factory.mktemp("large")
     records = records_for(10_000, tasks=50)
     write_report_from_files(root / "report", make_header(k=200), store(records, root / "runs"))
