@@ -19,7 +19,7 @@ import pytest
 import lab.execute.sandboxing as sandboxing
 from lab.errors import SandboxError
 from lab.execute.probe_memo import bwrap_remembered, fingerprint, remember_bwrap
-from lab.execute.sandboxing import choose_sandbox, open_chosen
+from lab.execute.sandboxing import SandboxChoice, choose_sandbox, open_chosen
 from lab.stamps import shared_cache_dir
 
 
@@ -60,6 +60,13 @@ def new_process(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandboxing, "_resolved", {})
 
 
+def remembered_choice(requested: str, monkeypatch: pytest.MonkeyPatch) -> SandboxChoice:
+    """The choice a second command makes, after a first one probed and remembered bwrap."""
+    choose_sandbox(requested)
+    new_process(monkeypatch)
+    return choose_sandbox(requested)
+
+
 @pytest.mark.parametrize("requested", ["auto", "bwrap"])
 def test_a_working_bwrap_is_remembered_and_not_probed_again(fake_bwrap: tuple[Path, Path], requested: str,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,9 +81,7 @@ def test_a_working_bwrap_is_remembered_and_not_probed_again(fake_bwrap: tuple[Pa
 def test_the_remembered_answer_is_confirmed_when_the_sandbox_opens(fake_bwrap: tuple[Path, Path],
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     log, _ = fake_bwrap
-    choose_sandbox("auto")
-    new_process(monkeypatch)
-    choice = choose_sandbox("auto")
+    choice = remembered_choice("auto", monkeypatch)
     opened = open_chosen(choice)
     assert opened.name == "bwrap" and starts(log) == 2
     assert bwrap_remembered()
@@ -85,9 +90,7 @@ def test_the_remembered_answer_is_confirmed_when_the_sandbox_opens(fake_bwrap: t
 def test_auto_that_now_falls_back_stops_before_any_run_and_forgets(
         fake_bwrap: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     _, flag = fake_bwrap
-    choose_sandbox("auto")
-    new_process(monkeypatch)
-    choice = choose_sandbox("auto")
+    choice = remembered_choice("auto", monkeypatch)
     flag.touch()
     with pytest.raises(SandboxError) as caught:
         open_chosen(choice)
@@ -101,9 +104,7 @@ def test_auto_that_now_falls_back_stops_before_any_run_and_forgets(
 def test_explicit_bwrap_that_now_fails_is_an_error_and_is_forgotten(fake_bwrap: tuple[Path, Path],
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     _, flag = fake_bwrap
-    choose_sandbox("bwrap")
-    new_process(monkeypatch)
-    choice = choose_sandbox("bwrap")
+    choice = remembered_choice("bwrap", monkeypatch)
     flag.touch()
     with pytest.raises(SandboxError, match="cannot start a sandbox here: bwrap: setting up uid map"):
         open_chosen(choice)
