@@ -74,8 +74,9 @@ def _stub(request: Request, response: Response) -> None:
 def test_local_openai_compatible_server_gives_a_live_result(tmp_path: Path) -> None:
     with LocalHTTPServer() as server:
         server.handler = _stub
-        result = run_env(["doit", "eval", "suite=smoke-coding", "k=2", "tasks=[rename-symbol]"], tmp_path,
-                         OPENAI_BASE_URL=server.url + "/v1", OPENAI_API_KEY="dummy")
+        result = run_env(["doit", "eval", "suite=smoke-coding", "k=2", "tasks=[rename-symbol]",
+                          "provider.model=stub-model"], tmp_path, OPENAI_BASE_URL=server.url + "/v1",
+                         OPENAI_API_KEY="dummy")
         requests = list(server.requests)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((report_dir_of(result.stdout) / "report.json").read_text())
@@ -86,6 +87,20 @@ def test_local_openai_compatible_server_gives_a_live_result(tmp_path: Path) -> N
     assert sum(r.path == "/v1/chat/completions" for r in requests) == 2
     assert all(r.headers.get("authorization") == "Bearer dummy" for r in requests)
     assert "runs: 2 of 2 planned runs attempted" in result.stdout
+
+
+def test_a_model_the_local_server_does_not_list_stops_before_any_run(tmp_path: Path) -> None:
+    with LocalHTTPServer() as server:
+        server.handler = _stub
+        result = run_env(["lab", "run", "suite=smoke-coding", "k=1", "sandbox=none"], tmp_path,
+                         OPENAI_BASE_URL=server.url + "/v1", OPENAI_API_KEY="dummy")
+        requests = list(server.requests)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"provider openai: model 'gpt-4.1-mini' is not among the models {server.url}/v1/models lists (stub-model); "
+        "set provider.model=<one of them> (or preflight=false to run anyway)"]
+    assert [(r.method, r.path) for r in requests] == [("GET", "/v1/models")]
+    assert records_in(tmp_path) == []
 
 
 def test_scripted_result_says_what_it_measures_everywhere(tmp_path: Path) -> None:
