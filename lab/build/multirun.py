@@ -88,9 +88,12 @@ def run_multirun(overrides: list[str]) -> int:
         from lab.paths import data_dir
 
         check_data_dir(data_dir())
+        from lab.config.searchpath import searchpath_overrides, user_config_dirs
+
         overrides = hydra_overrides(overrides)
         combos = combinations(overrides)
         report_dirs = [_report_dir(combo) for combo in combos]
+        overrides = searchpath_overrides(user_config_dirs(), overrides)  # LAB_CONFIG_PATH's presets, for Hydra
     except LabError as exc:
         print(str(exc), file=sys.stderr)
         return 1
