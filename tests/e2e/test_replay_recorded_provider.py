@@ -20,7 +20,10 @@ def cassettes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = run_cmd(["doit", "record", "suite=core", "tasks=[edit-file]", "provider=scripted",
                       "provider.model=other-model", f"cassette_dir={root / 'cassettes'}"], root / "runs")
     assert result.returncode == 0, result.stdout + result.stderr
-    return root / "cassettes"
+    cassettes = root / "cassettes"
+    assert result.stdout.splitlines()[-1] == (f"cassettes: {cassettes / 'core'} (1 of 1 task(s) recorded; replay "
+                                              f"them with mode=replay cassette_dir={cassettes})")
+    return cassettes
 
 
 def test_replay_takes_the_recorded_model_and_says_so(cassettes: Path, tmp_path: Path) -> None:
@@ -32,6 +35,7 @@ def test_replay_takes_the_recorded_model_and_says_so(cassettes: Path, tmp_path: 
                     f"{cassettes / 'core'} were recorded with (provider=/provider.model= choose others)"]
     header = json.loads((report_dir_of(result.stdout) / "report.json").read_text())["header"]
     assert (header["provider"], header["model"]) == ("scripted", "other-model")
+    assert "low power" not in result.stdout  # a replay has no intervals
 
 
 def test_an_explicit_model_wins_and_the_replay_diverges(cassettes: Path, tmp_path: Path) -> None:
