@@ -115,7 +115,6 @@ def info_text(overrides: list[str]) -> str:
     from importlib.metadata import version
 
     from lab import paths
-
     from lab.config.searchpath import ENV, user_config_dirs, user_options
 
     dirs = user_config_dirs()
@@ -181,7 +180,6 @@ def help_text(command: str) -> str:
     from tabulate import tabulate
 
     from lab.config.overrides import default_choice
-
     from lab.errors import ConfigError
 
     try:

@@ -63,10 +63,12 @@ def searchpath_overrides(dirs: Sequence[Path], overrides: Sequence[str]) -> list
 
 def _list_items(value: str) -> list[str]:
     """The items of a Hydra list value ``[a,'b c']`` as Hydra override text (quoted when needed)."""
-    from lab.config.overrides import parse_override
+    from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    override = parse_override(f"hydra.searchpath={value}")
-    items = override.value() if override is not None else None
+    try:
+        items = OverridesParser.create().parse_override(f"hydra.searchpath={value}").value()
+    except Exception:  # Hydra's parser error types: an unreadable list is reported below
+        items = None
     if not isinstance(items, list):
         raise ConfigError(f"config: hydra.searchpath: expected a list, e.g. hydra.searchpath=[file:///dir], "
                           f"got {value!r}")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.lab_process import run_cmd
 from tests.e2e.test_front_door import report_dir_of
+from tests.helpers.lab_process import run_cmd
 
 pytestmark = pytest.mark.slow
 
