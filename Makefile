@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: eval run test ci typecheck lint record-bundled agents-install clean
+.PHONY: eval run test ci typecheck lint record-bundled agents-install clean clean-results
 # `make eval k=3`: the variable assignments make received on its command line
 # (MAKEOVERRIDES) are forwarded to the lab as Hydra overrides; PYTHON is make's own.
 OVERRIDES := $(filter-out PYTHON=%,$(MAKEOVERRIDES))
@@ -35,13 +35,13 @@ eval: $(STAMP)
 run: $(STAMP)
 	$(BIN)/lab run $(OVERRIDES)
 
-## test: run the test suite, one worker per core (tests share no directory or port)
+## test: run the test suite, one worker per core (tests share no directory or port); prints the ten slowest
 # compileall first: the tests start hundreds of lab processes, and without bytecode on disk
 # (PYTHONDONTWRITEBYTECODE=1) each would compile the lab's sources again (~0.25 s apiece).
 # A file that does not compile is left to pytest, which names it.
 test: $(STAMP)
 	@$(BIN)/python -m compileall -q lab tests dodo.py >/dev/null 2>&1 || true
-	$(BIN)/python -m pytest -q -n auto --dist loadgroup
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup --durations=10
 
 ## typecheck: mypy --strict over the library
 typecheck: $(STAMP)
@@ -66,5 +66,20 @@ record-bundled: $(STAMP)
 agents-install: $(STAMP)
 	$(BIN)/lab agents install $(AGENT)
 
+## clean: remove what the build made (the virtualenv, bytecode, tool caches); results and agents stay
 clean:
-	rm -rf runs $(VENV)
+	rm -rf $(VENV) reliability_lab.egg-info build .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	find . -path ./runs -prune -o -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null || true
+
+## clean-results: delete every result in the run store (runs/, or $LAB_DATA_DIR), naming each entry;
+## the installed command agents (its agents/) stay
+RESULTS := $(or $(LAB_DATA_DIR),runs)
+clean-results:
+	@if [ -d "$(RESULTS)" ]; then \
+	  for entry in "$(RESULTS)"/* "$(RESULTS)"/.[!.]*; do \
+	    [ -e "$$entry" ] || continue; \
+	    [ "$$entry" = "$(RESULTS)/agents" ] && continue; \
+	    echo "make: deleting $$entry"; rm -rf "$$entry"; \
+	  done; \
+	  if [ -d "$(RESULTS)/agents" ]; then echo "make: kept $(RESULTS)/agents (installed command agents)"; fi; \
+	else echo "make: $(RESULTS) does not exist: nothing to delete"; fi

@@ -1,10 +1,12 @@
 """Find and read published reports in the run store.
 
 The run store keeps each report at
-``<data dir>/<suiteId>/<store key>/reports/<runId>/report.json`` (DESIGN.md). A
-command that takes a report accepts a ``report.json`` path, its directory,
-or a run id (``<suiteId>.v<version>.<cfg12>.<endpoint>.k<k>.s<seed>``); this module turns any of
-them into a checked report document.
+``<data dir>/<suiteId>/<store key>/reports/<runId>/report.json`` (DESIGN.md), and
+a variants command each variant's at
+``<data dir>/<suiteId>/variants/<command>/store/<label>/reports/<runId>/report.json``.
+A command that takes a report accepts a ``report.json`` path, its directory,
+or a run id (``<suiteId>.v<version>.<cfg12>.<endpoint>.k<k>.s<seed>``) found in either
+place; this module turns any of them into a checked report document.
 """
 
 from __future__ import annotations
@@ -51,17 +53,26 @@ def is_plain_name(name: str) -> bool:
     return bool(PLAIN_NAME.match(name)) and ".." not in name
 
 
+def report_files(run_id: str, data: Path) -> list[Path]:
+    """Every ``report.json`` of the plain run id ``run_id`` under ``data``: an eval's
+    (``<suite>/<store key>/reports/<run id>/``) and a variants command's
+    (``<suite>/variants/<command>/store/<label>/reports/<run id>/``), sorted."""
+    return sorted([*data.glob(f"*/*/reports/{run_id}/report.json"),
+                   *data.glob(f"*/variants/*/store/*/reports/{run_id}/report.json")])
+
+
 def find_run(run_id: str, data: Path) -> Path:
-    """The report directory of ``run_id`` in the run store rooted at ``data``.
+    """The report directory of ``run_id`` in the run store rooted at ``data`` (an eval's or a variant's).
 
     Raises:
         ReportError: ``run_id`` is not a plain name, or no (or more than one)
-            ``<data>/*/*/reports/<run_id>/report.json`` exists.
+            report of that id exists (:func:`report_files`); several are named,
+            so the user can give one's path instead.
     """
     if not is_plain_name(run_id):
         raise ReportError(f"run id {run_id!r} is not a plain name "
                           "(letters, digits, '.', '_', '-'; no '/' or '..')")
-    hits = sorted(data.glob(f"*/*/reports/{run_id}/report.json"))
+    hits = report_files(run_id, data)
     if not hits:
         raise ReportError(f"no report for run id {run_id!r} under {data}")
     if len(hits) > 1:
@@ -85,7 +96,7 @@ def resolve_report(ref: str, data: Path) -> Path:
         return path / "report.json"
     if path.is_file():
         return path
-    hits = sorted(data.glob(f"*/*/reports/{ref}/report.json")) if is_plain_name(ref) else []
+    hits = report_files(ref, data) if is_plain_name(ref) else []
     if len(hits) == 1:
         return hits[0]
     if hits:

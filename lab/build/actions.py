@@ -291,6 +291,24 @@ def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict
 
 
 @disk_faults
+def recorded_line(prep: Any) -> str:
+    """``cassettes: DIR (n of N tasks recorded)``: where a record command wrote its cassettes."""
+    from lab.execute.agent_cassettes import agent_cassette_path
+    from lab.replay.layout import cassette_path
+
+    ctx = prep.ctx
+    agent = ctx.config.data["agent"]
+    tasks = sorted({spec.task_id for spec in prep.specs})
+    if agent.get("kind") == "command":
+        files = [agent_cassette_path(ctx.cassette_dir, ctx.suite.id, agent["name"], t) for t in tasks]
+    else:
+        files = [cassette_path(ctx.cassette_dir, ctx.suite.id, t) for t in tasks]
+    written = sum(f.is_file() for f in files)
+    where = files[0].parent if files else ctx.cassette_dir / ctx.suite.id
+    return f"cassettes: {where} ({written} of {len(tasks)} task(s) recorded; replay them with mode=replay" + (
+        f" cassette_dir={ctx.cassette_dir})" if ctx.config.data["cassette_dir"] else ")")
+
+
 def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
     from doit.exceptions import TaskFailed
 
@@ -328,6 +346,8 @@ def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
             note = _runtime_note(prep)
             if note:
                 text = f"{note}\n{text}"
+        if prep.ctx.config.mode == "record":
+            text = f"{text}\n{recorded_line(prep)}"
         display().print(text)
     OUTCOME.update(code=code, report_dir=str(report_dir))
     prep.record_index().save()

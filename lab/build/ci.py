@@ -72,40 +72,11 @@ def plan_ci(overrides: list[str]) -> tuple[list[Any], list[tuple[str, str]]]:
 
 
 def recorded_provider(cassettes: Path) -> list[str]:
-    """Overrides selecting the provider and model a suite's cassettes were recorded with.
+    """Overrides selecting the provider and model a suite's cassettes were recorded with
+    (:func:`lab.replay.recorded.recorded_provider`; its errors name ``ci``)."""
+    from lab.replay.recorded import recorded_provider as recorded
 
-    A replay sends the requests the recording's configuration sent, model
-    included, so a suite recorded against ``openai``/``gpt-4.1-mini`` is
-    replayed with those, not with the replay default (the scripted provider).
-    Reads each cassette's header line only; a header that cannot be read is
-    left to the replay itself to report.
-
-    Returns:
-        ``["provider=NAME", "provider.model=MODEL"]``, or ``[]`` when no header names them.
-
-    Raises:
-        ConfigError: the suite's cassettes name different providers or models
-            (one replay cannot match both; re-record them with one).
-    """
-    import json
-
-    seen: dict[tuple[str, str], str] = {}
-    for path in sorted(cassettes.glob("*.jsonl")):
-        try:
-            with path.open("rb") as fh:
-                header = json.loads(fh.readline())
-        except (OSError, ValueError):
-            continue
-        if isinstance(header, dict) and isinstance(header.get("provider"), str) and isinstance(header.get("model"), str):
-            seen.setdefault((header["provider"], header["model"]), path.name)
-    if len(seen) > 1:
-        (a, a_file), (b, b_file) = list(seen.items())[:2]
-        raise ConfigError(f"ci: {cassettes}: cassettes recorded with different providers: {a_file} with "
-                          f"{a[0]}/{a[1]}, {b_file} with {b[0]}/{b[1]}; re-record the suite with one")
-    if not seen:
-        return []
-    (provider, model), = seen
-    return [f"provider={provider}", f"provider.model={model}"]
+    return recorded(cassettes, who="ci")
 
 
 def _selected_suites(given: dict[str, str]) -> list[tuple[str, list[str]]]:

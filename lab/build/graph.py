@@ -96,6 +96,8 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
             raise ConfigError(f"config: out: cannot write the report to {out}: {reason}")
     suite = resolve_suite(config, cached=True)
     tasks = select_tasks(suite, list(config.data["tasks"]))
+    if config.mode == "replay":
+        config = _recorded_config(overrides, config, suite, [t.id for t in tasks])
     check_grants(tasks, config, suite.id)
     choice = _sandbox(config, suite)
     cassettes = cassette_root(suite.path, config.data["cassette_dir"])
@@ -137,6 +139,26 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
                       events=events, sandbox_choice=choice)
     return Prepared(ctx=ctx, specs=plan_runs([t.id for t in tasks], k, config.seed), store=store,
                     run_id=rid, k=k, basename=basename, endpoint=endpoint)
+
+
+def _recorded_config(overrides: list[str], config: Any, suite: Any, task_ids: list[str]) -> Any:
+    """A replay's configuration with the provider and model its cassettes were recorded with,
+    unless ``provider=``/``provider.model=`` were given (lab.replay.recorded); says so on stderr
+    when that changes what the configuration composed to."""
+    from lab.config.cache import compose_cached
+    from lab.replay.recorded import adopted_overrides, recorded_choice
+    from lab.suites.source import cassette_root
+
+    cassettes = cassette_root(suite.path, config.data["cassette_dir"]) / suite.id
+    agent = config.data["agent"]
+    if agent.get("kind") == "command":
+        cassettes = cassettes / "agents" / agent["name"]
+    provider = config.data["provider"]
+    adopted, line = adopted_overrides(recorded_choice(cassettes, task_ids, who="replay"), overrides,
+                                      (provider["name"], provider["model"]), cassettes)
+    if line:
+        print(line, file=sys.stderr, flush=True)
+    return compose_cached([*adopted, *overrides]) if adopted else config
 
 
 def _sandbox(config: Any, suite: Any) -> Any:

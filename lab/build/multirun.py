@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import itertools
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from lab.errors import ConfigError, LabError
@@ -81,30 +83,40 @@ def run_multirun(overrides: list[str]) -> int:
     from omegaconf import DictConfig
 
     from lab.config.schema import _register_schema
-    from lab.paths import CONF_DIR
+    from lab.paths import CONF_DIR, data_dir
 
     try:
         from lab.build.depdb import check_data_dir
-        from lab.paths import data_dir
 
         check_data_dir(data_dir())
+        from lab.config.searchpath import searchpath_overrides, user_config_dirs
+
         overrides = hydra_overrides(overrides)
         combos = combinations(overrides)
         report_dirs = [_report_dir(combo) for combo in combos]
+        overrides = searchpath_overrides(user_config_dirs(), overrides)  # LAB_CONFIG_PATH's presets, for Hydra
     except LabError as exc:
         print(str(exc), file=sys.stderr)
         return 1
     _register_schema()
 
+    total = len(combos)
+
     @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
     def job(cfg: DictConfig) -> int:
         from lab.build.commands import run_graph
 
-        return run_graph("eval", list(HydraConfig.get().overrides.task))
+        hydra_cfg = HydraConfig.get()
+        task = list(hydra_cfg.overrides.task)
+        header = job_header(int(hydra_cfg.job.num), total, task)
+        if "BasicLauncher" in str(hydra_cfg.launcher.get("_target_", "")):  # one job after another
+            print(header, flush=True)
+            return run_graph("eval", task)
+        with held_output(data_dir() / ".multirun" / "output.lock"):  # jobs at once: each one's output in one piece
+            print(header, flush=True)
+            return run_graph("eval", task)
 
     argv = sys.argv
-    from lab.paths import data_dir
-
     sweep_dir = data_dir() / ".multirun"  # Hydra saves multirun.yaml there, not in the user's cwd
     sys.argv = [argv[0], "--multirun", *overrides, "hydra/job_logging=none", "hydra/hydra_logging=none",
                 f"hydra.sweep.dir={sweep_dir}", "hydra.sweep.subdir=${hydra.job.num}"]
@@ -113,6 +125,45 @@ def run_multirun(overrides: list[str]) -> int:
     finally:
         sys.argv = argv
     return max(_code(d) for d in report_dirs)
+
+
+def job_header(num: int, total: int, overrides: list[str]) -> str:
+    """``multirun: job 2 of 4: k=2 variant=baseline``: the line before each job's output (``num`` from 0)."""
+    shown = " ".join(o for o in overrides if not o.startswith("hydra")) or "(no overrides)"
+    return f"multirun: job {num + 1} of {total}: {shown}"
+
+
+@contextmanager
+def held_output(lock: Path) -> Iterator[None]:
+    """Hold this process's stdout and stderr (file descriptors 1 and 2) in temp files while the
+    block runs, then write each out in one piece under an exclusive lock on ``lock``, so jobs that
+    run at once in other processes (``hydra/launcher=joblib``) never interleave their lines."""
+    import fcntl
+    import os
+    import tempfile
+
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        saved = [os.dup(1), os.dup(2)]
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+            with lock.open("a") as held:
+                fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes
+                for fd, kept in ((1, out), (2, err)):
+                    kept.seek(0)
+                    while chunk := kept.read(1 << 16):
+                        os.write(fd, chunk)
 
 
 def _report_dir(combo: list[str]) -> Path:

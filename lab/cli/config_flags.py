@@ -13,12 +13,19 @@ accepted and changes nothing: the printed configuration is always resolved.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
 
+from lab.config.searchpath import GROUPS
+
 FLAGS = ("--cfg", "-c", "--info", "-i", "--shell-completion", "-sc", "--resolve")
-GROUPS = ("suite", "provider", "mode", "agent", "variant")
+CFG_WORDS = ("job", "all")
+"""What ``--cfg`` prints: the job's composed configuration, or it with the hashed view (Hydra's
+``--cfg hydra`` is not offered: the lab fixes Hydra's own settings)."""
+INFO_WORDS = ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")
+"""Hydra's ``--info`` topics; every one prints the lab's single info page."""
 KEY_LINE = re.compile(r'^"?([A-Za-z_][A-Za-z0-9_]*)"?:\s*(.*?)\s*(?:#\s*(.*))?$')
 
 
@@ -35,17 +42,40 @@ def config_flags(command: str, args: list[str]) -> int:
     if "--shell-completion" in args or "-sc" in args:
         return guarded(command, lambda: _print(completion_script(_shell(rest))))
     if "--info" in args or "-i" in args:
-        return guarded(command, lambda: _print(info_text(rest)))
-    overrides = [a for a in rest if "=" in a]
-    return guarded(command, lambda: _print(cfg_text(overrides, all_views=_cfg_which(args) == "all")))
+        return guarded(command, lambda: _print(info_text(_checked_words(args, ("--info", "-i"), INFO_WORDS,
+                                                                         "all"))))
+    return guarded(command, lambda: _print(cfg_text(_checked_words(args, ("--cfg", "-c"), CFG_WORDS, "job"),
+                                                    all_views=_flag_word(args, ("--cfg", "-c")) == "all")))
 
 
-def _cfg_which(args: list[str]) -> str:
-    """The word after ``--cfg``/``-c`` (``job`` or ``all``); ``job`` when none is given."""
+def _flag_word(args: list[str], flags: tuple[str, ...]) -> str | None:
+    """The word right after one of ``flags`` when it is not an override or another flag."""
     for i, arg in enumerate(args):
-        if arg in ("--cfg", "-c") and i + 1 < len(args) and "=" not in args[i + 1]:
+        if arg in flags and i + 1 < len(args) and "=" not in args[i + 1] and not args[i + 1].startswith("-"):
             return args[i + 1]
-    return "job"
+    return None
+
+
+def _checked_words(args: list[str], flags: tuple[str, ...], allowed: tuple[str, ...], default: str) -> list[str]:
+    """The overrides of ``args`` after checking the flag's word and that no other bare word is left.
+
+    Raises:
+        ConfigError: the flag's word is not one of ``allowed`` (``--cfg hydra``, ``--cfg bogus``,
+            ``--info bogus``), or a word is neither a flag nor an override; one line naming it.
+    """
+    from lab.errors import ConfigError
+
+    flag = next(a for a in args if a in flags)
+    word = _flag_word(args, flags)
+    if word is not None and word not in allowed:
+        hint = " (the lab fixes Hydra's own settings; --cfg job shows what a run uses)" if word == "hydra" else ""
+        raise ConfigError(f"{flag} {word}: expected {' or '.join(allowed) if len(allowed) == 2 else ', '.join(allowed)}"
+                          f" (default {default}){hint}")
+    skip = {i + 1 for i, a in enumerate(args) if a in flags and word is not None}
+    stray = [a for i, a in enumerate(args) if i not in skip and a not in FLAGS and "=" not in a]
+    if stray:
+        raise ConfigError(f"{flag}: {stray[0]!r} is neither a flag nor a KEY=VALUE override")
+    return [a for a in args if "=" in a]
 
 
 def _print(text: str) -> int:
@@ -85,11 +115,19 @@ def info_text(overrides: list[str]) -> str:
     from importlib.metadata import version
 
     from lab import paths
+    from lab.config.searchpath import ENV, user_config_dirs, user_options
 
+    dirs = user_config_dirs()
     lines = [f"reliability-lab {version('reliability-lab')} · hydra-core {version('hydra-core')} · "
              f"doit {version('doit')} · python {sys.version.split()[0]}",
-             f"config:    {paths.CONF_DIR} (groups: {', '.join(GROUPS)})",
-             f"suites:    {paths.SUITES_DIR}",
+             f"config:    {paths.CONF_DIR} (groups: {', '.join(GROUPS)})"]
+    if dirs:
+        found = user_options(dirs)
+        named = "; ".join(f"{g}: {', '.join(o for o, _ in found[g])}" for g in GROUPS if found[g]) or "no presets"
+        lines.append(f"user config: {os.pathsep.join(map(str, dirs))} ({ENV}; {named})")
+    else:
+        lines.append(f"user config: none ({ENV}=DIR[{os.pathsep}DIR…] adds your own presets)")
+    lines += [f"suites:    {paths.SUITES_DIR}",
              f"cassettes: {paths.CASSETTES_DIR}",
              f"results:   {paths.data_dir()} (LAB_DATA_DIR overrides)"]
     if overrides:
@@ -101,11 +139,27 @@ def info_text(overrides: list[str]) -> str:
 
 
 def group_options(conf_dir: Path | None = None) -> dict[str, list[str]]:
-    """Config group → its options (the YAML file names in ``conf/<group>/``)."""
+    """Config group → its options: the YAML file names in ``conf/<group>/``, then those the
+    ``LAB_CONFIG_PATH`` directories add (lab.config.searchpath).
+
+    Raises:
+        ConfigError: a ``LAB_CONFIG_PATH`` entry is not a directory.
+    """
+    from lab.config.searchpath import user_config_dirs, user_options
     from lab.paths import CONF_DIR
 
     conf = CONF_DIR if conf_dir is None else conf_dir
-    return {g: sorted(p.stem for p in (conf / g).glob("*.yaml")) for g in GROUPS}
+    bundled = {g: sorted(p.stem for p in (conf / g).glob("*.yaml")) for g in GROUPS}
+    for group, options in user_options(user_config_dirs()).items():
+        bundled[group] += [o for o, _ in options if o not in bundled[group]]
+    return bundled
+
+
+def group_options_bundled(group: str) -> list[str]:
+    """The options of ``group`` in the bundled ``conf/`` only."""
+    from lab.paths import CONF_DIR
+
+    return sorted(p.stem for p in (CONF_DIR / group).glob("*.yaml"))
 
 
 def top_level_keys(conf_dir: Path | None = None) -> list[tuple[str, str, str]]:
@@ -126,9 +180,14 @@ def help_text(command: str) -> str:
     from tabulate import tabulate
 
     from lab.config.overrides import default_choice
+    from lab.errors import ConfigError
 
+    try:
+        options, problem = group_options(), ""
+    except ConfigError as exc:  # a bad LAB_CONFIG_PATH: the bundled options, and the problem said once
+        options, problem = {g: group_options_bundled(g) for g in GROUPS}, f"\n{exc}"
     groups = [(g, ", ".join(o if o != default_choice(g) else f"{o} (default)" for o in opts))
-              for g, opts in group_options().items()]
+              for g, opts in options.items()]
     keys = [(k, d, c) for k, d, c in top_level_keys()]
     return "\n".join([
         f"usage: lab {command} [KEY=VALUE …]   (Hydra overrides; `doit {_doit_name(command)} …` is the same)",
@@ -136,9 +195,10 @@ def help_text(command: str) -> str:
         "", "Top-level keys (KEY=VALUE, default shown):", tabulate(keys, tablefmt="plain"),
         "", "Nested keys: GROUP.KEY=VALUE, e.g. provider.model=gpt-4.1 agent.compaction.enabled=false;",
         f"see them all with `lab {command} --cfg job`.",
+        "User presets: LAB_CONFIG_PATH=DIR[:DIR…], each laid out like conf/ (DIR/agent/my-agent.yaml …).",
         "Flags: --cfg job|all (print the composed config and its hash), --info, "
         "--shell-completion shell=bash|zsh, -m (Hydra multirun, `lab run` only).",
-        "Exit codes: 0 completed, 1 usage or infrastructure error, 2 replay divergence, 130 cancelled."])
+        "Exit codes: 0 completed, 1 usage or infrastructure error, 2 replay divergence, 130 cancelled."]) + problem
 
 
 def _doit_name(command: str) -> str:

@@ -6,10 +6,11 @@ those of an earlier command gets that command's composed configuration back
 from ``<user cache dir>/config/`` (``lab.stamps.shared_cache_dir``) without importing either
 (:func:`compose_cached`). Its inputs, all checked before an entry is used:
 
-- the override list, the config directory and the working directory (an
-  entry is named by their hash and repeats them);
+- the override list, the config directory, the working directory and the
+  value of ``LAB_CONFIG_PATH`` (an entry is named by their hash and repeats them);
 - the stamp (:mod:`lab.stamps`) of every directory and file under the config
-  directory, so an edited, added or removed option file counts;
+  directory and under each ``LAB_CONFIG_PATH`` directory, so an edited, added
+  or removed option file counts;
 - the stamp of every code file loaded when it was composed: the lab's
   modules and schemas and the top-level module of every library (Hydra,
   OmegaConf, their parsers), so an edited lab or an upgraded library counts;
@@ -39,6 +40,7 @@ from typing import Any
 
 from lab.canonical import canonical_hash
 from lab.config.compose import EffectiveConfig, compose_config
+from lab.config.searchpath import ENV as USER_CONF_ENV
 from lab.paths import CONF_DIR, from_root
 from lab.stamps import env_digest, now_ns, remember, remembered, shared_cache_dir, stamp, tree_stamps
 
@@ -70,13 +72,14 @@ def compose_cached(overrides: Sequence[str] = (), *, conf_dir: Path | None = Non
         ConfigError: as ``compose_config`` (a failed compose is not remembered).
     """
     conf = CONF_DIR if conf_dir is None else conf_dir
-    ident = {"overrides": list(overrides), "conf": str(conf), "cwd": os.getcwd()}
+    ident = {"overrides": list(overrides), "conf": str(conf), "cwd": os.getcwd(),
+             "userConf": os.environ.get(USER_CONF_ENV, "")}
     file = (shared_cache_dir() if cache is None else cache) / "config" / f"{canonical_hash(ident)}.json"
     known = _remembered(file, ident)
     if known is not None:
         return known
     started = now_ns()
-    watched = {**tree_stamps(conf), **_suite_dir_paths(overrides, conf)}  # before composing: see _remember
+    watched = {**tree_stamps(conf), **_user_conf_stamps(), **_suite_dir_paths(overrides, conf)}  # see _remember
     config = compose_config(list(overrides), conf_dir=conf_dir)
     _remember(file, ident, config, watched, started, conf)
     return config
@@ -92,6 +95,17 @@ def _remembered(file: Path, ident: dict[str, Any]) -> EffectiveConfig | None:
     if any(env_digest(os.environ.get(name)) != digest for name, digest in env.items()):
         return None
     return EffectiveConfig(data=data, variant=variant, overrides=tuple(ident["overrides"]))
+
+
+def _user_conf_stamps() -> dict[str, Any]:
+    """Stamps of every directory and file under the ``LAB_CONFIG_PATH`` directories (their presets
+    are composed as the bundled ones are); an entry that is not a directory is stamped as missing."""
+    stamps: dict[str, Any] = {}
+    for entry in os.environ.get(USER_CONF_ENV, "").split(os.pathsep):
+        if entry.strip():
+            path = Path(entry).expanduser().absolute()
+            stamps.update(tree_stamps(path) if path.is_dir() else {str(path): stamp(path)})
+    return stamps
 
 
 def _suite_dir_paths(overrides: Sequence[str], conf: Path) -> dict[str, Any]:
@@ -131,7 +145,7 @@ def _remember(file: Path, ident: dict[str, Any], config: EffectiveConfig, watche
 
     texts = list(ident["overrides"])
     for path in watched:
-        if path.startswith(str(conf)) and path.endswith((".yaml", ".yml")):
+        if path.endswith((".yaml", ".yml")):  # the config directory's and LAB_CONFIG_PATH's files
             try:
                 texts.append(Path(path).read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError):

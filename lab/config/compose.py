@@ -103,7 +103,8 @@ class EffectiveConfig:
 
 def compose_config(overrides: list[str] | tuple[str, ...] = (), *,
                    conf_dir: Path | None = None) -> EffectiveConfig:
-    """Compose ``conf/`` with Hydra and validate the result.
+    """Compose ``conf/`` (and the ``LAB_CONFIG_PATH`` directories, :mod:`lab.config.searchpath`)
+    with Hydra and validate the result.
 
     Checks, in order: the chosen variant file (VA1: measured keys only), the
     overrides against the dataclass schema (types, unknown keys), then the
@@ -118,13 +119,19 @@ def compose_config(overrides: list[str] | tuple[str, ...] = (), *,
         conf_dir: the config directory; default the checkout's ``conf/``.
 
     Raises:
-        ConfigError: an unknown key, a bad value, a missing option or an
-            invalid variant; one line per problem, each naming the key.
+        ConfigError: an unknown key, a bad value, a missing option, an
+            invalid variant, or a ``LAB_CONFIG_PATH`` entry that is not a
+            directory or holds a preset with a bundled one's name; one line
+            per problem, each naming the key or file.
     """
     from lab.config.overrides import describe_compose_error, expand_suite_dir, group_choice, parse_override
+    from lab.config.searchpath import clash_problems, user_config_dirs
     from lab.config.variants import variant_problems
 
     conf = CONF_DIR if conf_dir is None else conf_dir
+    clashes = clash_problems(user_config_dirs(), conf)
+    if clashes:
+        raise ConfigError("\n".join(clashes))
     expanded = expand_suite_dir(overrides, conf)
     variant = group_choice(expanded, "variant", conf)
     problems = variant_problems(variant, conf) if variant else []
@@ -150,8 +157,10 @@ def _compose(overrides: list[str], conf_dir: Path) -> tuple[dict[str, Any], str]
     from omegaconf import OmegaConf, open_dict
 
     from lab.config.schema import _register_schema
+    from lab.config.searchpath import searchpath_overrides, user_config_dirs
 
     _register_schema()
+    overrides = searchpath_overrides(user_config_dirs(), overrides)  # LAB_CONFIG_PATH's presets
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3", job_name="lab"):

@@ -14,6 +14,7 @@ Three jobs, all about the user's ``key=value`` words:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from functools import cache
@@ -92,7 +93,9 @@ def expand_suite_dir(overrides: Sequence[str], conf_dir: Path = CONF_DIR) -> lis
     name = group_choice(overrides, "suite", conf_dir)
     if not isinstance(suite_dir, str) or not suite_dir or name is None:
         return list(overrides)
-    bundled = (conf_dir / "suite" / f"{name}.yaml").is_file()
+    from lab.config.searchpath import option_file
+
+    bundled = option_file("suite", name, conf_dir) is not None  # a preset, bundled or in LAB_CONFIG_PATH
     try:
         present = (from_root(suite_dir) / name / "suite.json").is_file()
     except (OSError, ValueError):
@@ -149,9 +152,14 @@ def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_di
     if group:
         name = group.group(1)
         folder = name.split("/")[0]
+        from lab.config.searchpath import ENV, user_config_dirs, user_options
+
         options = sorted(p.stem for p in (conf_dir / folder).glob("*.yaml"))
+        dirs = user_config_dirs()
+        options += sorted(o for o, _ in user_options(dirs).get(folder, []))
+        where = f"; {ENV} adds {os.pathsep.join(map(str, dirs))}" if dirs else f"; {ENV}=DIR adds your own"
         return (f"config: no option '{name.split('/', 1)[-1]}' in group '{folder}' "
-                f"(available: {', '.join(options)})")
+                f"(available: {', '.join(options)}{where})")
     if type(exc).__name__ == "OverrideParseException":
         bad = next((o for o in overrides if parse_override(o) is None), " ".join(overrides))
         return f"config: cannot parse override '{bad}': {str(chain[-1]).splitlines()[0]}"

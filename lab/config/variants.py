@@ -20,8 +20,11 @@ from lab.paths import CONF_DIR
 
 
 def variant_path(name: str, conf_dir: Path = CONF_DIR) -> Path:
-    """``conf/variant/<name>.yaml``."""
-    return conf_dir / "variant" / f"{name}.yaml"
+    """``conf/variant/<name>.yaml``, else the first ``LAB_CONFIG_PATH`` directory's ``variant/<name>.yaml``
+    (the bundled path when neither exists)."""
+    from lab.config.searchpath import option_file
+
+    return option_file("variant", name, conf_dir) or conf_dir / "variant" / f"{name}.yaml"
 
 
 def variant_problems(name: str, conf_dir: Path = CONF_DIR) -> list[str]:

@@ -70,5 +70,13 @@ def _excepthook(kind: type[BaseException], value: BaseException, tb: TracebackTy
               file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
+        # What a normal exit runs (as `lab run` gets by returning 130): the process's temp root
+        # with its task copies is removed, pooled connections and event files are closed.
+        import atexit
+
+        try:
+            atexit._run_exitfuncs()
+        except BaseException:  # a second Ctrl-C or a failing handler: exit all the same
+            pass
         os._exit(EXIT_CANCELLED)  # doit has saved its state; exit 130, not death by SIGINT
     sys.__excepthook__(kind, value, tb)

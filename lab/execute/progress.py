@@ -30,10 +30,12 @@ class Display:
         self.skipped_by: dict[str, int] = {}  # up-to-date runs per eval (run id), for per-suite counts
         self._lock = threading.Lock()
         self._bar: Any = None
+        self._column: Any = None
         self._task: Any = None
         self._t0 = time.monotonic()
 
-    def start(self, total: int) -> None:
+    def start(self, total: int, console: Any = None) -> None:
+        """Show the bar for ``total`` runs (on a terminal; ``console``: a rich Console, default the terminal)."""
         self.total = total
         if self.quiet or not self.tty or total == 0:
             return
@@ -42,8 +44,11 @@ class Display:
 
         # The terminal itself, not sys.stdout: doit wraps sys.stdout while actions run, and a
         # redirecting bar writing through that wrapper would write into itself.
-        console = Console(file=sys.__stdout__)
-        self._bar = Progress(TextColumn("runs"), BarColumn(), MofNCompleteColumn(),
+        console = Console(file=sys.__stdout__) if console is None else console
+        # rich's default colour for the done part is a bright pink-red; here it is green while every
+        # finished run passed, red from the first run that did not (bar_style).
+        self._column = BarColumn(complete_style=self.bar_style(), finished_style=self.bar_style())
+        self._bar = Progress(TextColumn("runs"), self._column, MofNCompleteColumn(),
                              TextColumn("{task.fields[tally]}"), TimeElapsedColumn(), transient=True,
                              console=console, redirect_stdout=False, redirect_stderr=False)
         self._task = self._bar.add_task("runs", total=total, tally="")
@@ -71,8 +76,13 @@ class Display:
         else:
             print(text, flush=True)
 
+    def bar_style(self) -> str:
+        """The colour of the bar's done part: ``green`` while every finished run passed, else ``red``."""
+        return "green" if self.passes == self.done else "red"
+
     def _advance(self) -> None:
         if self._bar is not None:
+            self._column.complete_style = self._column.finished_style = self.bar_style()
             tally = f"{self.passes} passed · {self.errors} errors · {self.skipped} up to date"
             self._bar.update(self._task, completed=self.done + self.skipped, tally=tally)
 

@@ -45,6 +45,7 @@ def summarise(report_dir: Path) -> tuple[int, str]:
     rows = [(t["taskId"], f"{t['passes']}/{t['judged']}", t["errors"] or "", _flags(t)) for t in doc["tasks"]]
     lines.append(tabulate(rows, headers=["task", "passed", "errors", "notes"], tablefmt="simple"))
     lines.append(f"success rate {rate}; pass^k {_pct(s['passHatK'])}, pass@k {_pct(s['passAtK'])} of tasks")
+    lines.append(claims_and_tokens_line(doc))
     lines.append(attempted_line(doc))
     lines += _warnings(doc)
     for err in doc["errors"]:
@@ -55,6 +56,20 @@ def summarise(report_dir: Path) -> tuple[int, str]:
         lines.append(f"html: {report_dir / 'index.html'}")
     code = 2 if s["divergences"] else (1 if s["errors"] else 0)
     return code, "\n".join(lines)
+
+
+def claims_and_tokens_line(doc: dict[str, Any]) -> str:
+    """False positives and negatives (SPEC X2: the agent's claim against the verdict), then the
+    token totals of the judged runs; the totals only when every judged run reported usage (M4)."""
+    s = doc["summary"]
+    line = (f"false positives {s['falsePositives']} (claimed success, failed), "
+            f"false negatives {s['falseNegatives']}")
+    measured = doc.get("measured")
+    if measured and not measured.get("usageIncomplete"):
+        total = measured["inputTokens"] + measured["outputTokens"]
+        line += (f"; tokens {total:,} ({measured['inputTokens']:,} in, {measured['outputTokens']:,} out) "
+                 f"over {measured['runsJudged']} judged run(s)")
+    return line
 
 
 def attempted_line(doc: dict[str, Any]) -> str:

@@ -197,7 +197,8 @@ class ReportTally:
         else:
             block["passAtK"] = block["passHatK"] = None
         block["flaky"] = 0 < c < n
-        block["lowPower"] = n < LOW_POWER_RUNS
+        # A replay is deterministic and has no intervals: too few runs to estimate a rate is not its concern.
+        block["lowPower"] = n < LOW_POWER_RUNS and self.header.get("mode") != "replay"
         cached = scope.cached.block()
         block["cachedInputRatio"] = cached["ratio"]
         block["cachedInputRuns"] = cached["runsReporting"]  # judged runs that reported cached input (M5)
@@ -253,7 +254,7 @@ class ReportTally:
         summary["passAtK"] = self.tasks_passed_once / tasks if tasks else None
         summary["passHatK"] = self.tasks_always_passed / tasks if tasks else None
         summary["flakyTasks"] = self.flaky_tasks
-        summary["lowPower"] = tally["judged"] < LOW_POWER_RUNS
+        summary["lowPower"] = tally["judged"] < LOW_POWER_RUNS and not replay
         summary["lowPowerTasks"] = self.low_power_tasks
         summary["divergences"] = self.divergences
         summary["cachedInput"] = self.all.cached.block()

@@ -267,11 +267,12 @@ def test_cli_compares_run_ids_and_writes_both_files(tmp_path: Path) -> None:
     assert (out / "comparison.md").read_text() == render_comparison_markdown(doc)
 
 
-def test_cli_prints_json_with_json_true(tmp_path: Path) -> None:
+def test_cli_prints_json_with_json_true(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lab.cli import main  # in-process: the real `lab compare` process is run above
+
     base = published(tmp_path, {"t": "PPPPP"})
-    result = run_cmd(["lab", "compare", str(base / "report.json"), str(base), "json=true"], tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["aggregate"]["verdict"] == "unchanged"
+    assert main(["compare", str(base / "report.json"), str(base), "json=true"]) == 0
+    assert json.loads(capsys.readouterr().out)["aggregate"]["verdict"] == "unchanged"
 
 
 def test_cli_incompatible_suite_version_exits_3(tmp_path: Path) -> None:
@@ -283,21 +284,26 @@ def test_cli_incompatible_suite_version_exits_3(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("content", [None, "{not json", '{"schemaVersion": 1}', '{"schemaVersion": 9}'])
-def test_cli_missing_or_invalid_report_is_one_line(tmp_path: Path, content: str | None) -> None:
+def test_cli_missing_or_invalid_report_is_one_line(tmp_path: Path, content: str | None,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from lab.cli import main  # in-process: the entry point's own handling of a user error
+
     bad = tmp_path / "report.json"
     if content is not None:
         bad.write_text(content)
     good = published(tmp_path / "data", {"t": "P"})
-    result = run_cmd(["lab", "compare", str(bad), str(good)], tmp_path / "data")
-    assert result.returncode == 1
-    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
-    assert str(bad) in result.stderr
+    assert main(["compare", str(bad), str(good)]) == 1
+    stderr = capsys.readouterr().err
+    assert len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr
+    assert str(bad) in stderr
 
 
-def test_cli_unknown_option_is_a_usage_error(tmp_path: Path) -> None:
+def test_cli_unknown_option_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from lab.cli import main
+
     good = published(tmp_path, {"t": "P"})
-    result = run_cmd(["lab", "compare", str(good), str(good), "tolerence=0.1"], tmp_path)
-    assert result.returncode == 1 and "unknown option 'tolerence'" in result.stderr
+    assert main(["compare", str(good), str(good), "tolerence=0.1"]) == 1
+    assert "unknown option 'tolerence'" in capsys.readouterr().err
 
 
 @pytest.mark.slow

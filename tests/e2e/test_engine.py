@@ -26,6 +26,9 @@ def records(data_dir: Path) -> dict[Path, int]:
 def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Path, signum: int) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
     env["LAB_DATA_DIR"] = str(tmp_path)
+    temp = tmp_path / "tmp"  # the process's temp root (its task copies) must be gone after the interrupt
+    temp.mkdir()
+    env["TMPDIR"] = str(temp)
     proc = subprocess.Popen([str(BIN / "doit"), "eval", "suite=smoke-coding", "provider=scripted", "k=5",
                              "progress=true"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -40,6 +43,7 @@ def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Pa
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, out + err
     assert "Traceback" not in err
+    assert [p.name for p in temp.glob("lab-runs-*/*")] == [], "no task copy or temp root left behind"
     assert not list(tmp_path.glob("*/*/reports/*"))
     kept = records(tmp_path)
     assert 3 <= len(kept) < 35

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,8 +23,17 @@ def report_of(stdout: str) -> Path:
     return Path(line.removeprefix("report: ")).parent
 
 
-def test_replay_passes_states_conditions_and_reruns_nothing(tmp_path: Path) -> None:
-    first = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay"], tmp_path)
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """One `doit eval suite=smoke-coding mode=replay` (its run store, its output), shared by the tests
+    that run a command over it and check that nothing executes again."""
+    data = tmp_path_factory.mktemp("replayed")
+    return data, run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay"], data)
+
+
+def test_replay_passes_states_conditions_and_reruns_nothing(
+        replayed: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    tmp_path, first = replayed
     assert first.returncode == 0, first.stdout + first.stderr
     report = json.loads((report_of(first.stdout) / "report.json").read_text())
     header = report["header"]
@@ -39,14 +49,6 @@ def test_replay_passes_states_conditions_and_reruns_nothing(tmp_path: Path) -> N
     assert records_of(tmp_path) == before
     assert not any(line.startswith(".  eval:smoke-coding") and not line.endswith((".report", ".summary"))
                    for line in second.stdout.splitlines())
-
-
-def test_k_three_writes_three_runs_per_task(tmp_path: Path) -> None:
-    result = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay", "k=3"], tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    report = json.loads((report_of(result.stdout) / "report.json").read_text())
-    assert report["header"]["k"] == 3
-    assert all(t["runs"] == 3 for t in report["tasks"])
 
 
 def test_unknown_key_is_one_clear_line(tmp_path: Path) -> None:
@@ -79,8 +81,8 @@ def test_edited_recording_diverges_with_exit_2_and_the_field(tmp_path: Path, fie
     assert "report: " in result.stdout
 
 
-def test_lab_run_is_the_same_graph(tmp_path: Path) -> None:
-    first = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay"], tmp_path)
+def test_lab_run_is_the_same_graph(replayed: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    tmp_path, first = replayed
     assert first.returncode == 0
     before = records_of(tmp_path)
     again = run_cmd(["lab", "run", "suite=smoke-coding", "mode=replay"], tmp_path)
@@ -89,16 +91,19 @@ def test_lab_run_is_the_same_graph(tmp_path: Path) -> None:
     assert report_of(again.stdout) == report_of(first.stdout)
 
 
-def test_every_file_produced_matches_its_schema(tmp_path: Path) -> None:
+def test_k_three_writes_three_runs_per_task_and_every_file_matches_its_schema(tmp_path: Path) -> None:
     from tests.helpers.schemas import assert_jsonl_valid, assert_valid
 
-    result = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay", "k=2"], tmp_path)
+    result = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay", "k=3"], tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     report_dir = report_of(result.stdout)
-    assert_valid("report", json.loads((report_dir / "report.json").read_text()), "report.json")
+    report = json.loads((report_dir / "report.json").read_text())
+    assert report["header"]["k"] == 3
+    assert all(t["runs"] == 3 for t in report["tasks"])
+    assert_valid("report", report, "report.json")
     assert_jsonl_valid("run-record", report_dir / "runs.jsonl")
     records = list(tmp_path.glob("*/*/runs/*/*.json"))
-    assert len(records) == 2 * len(json.loads((report_dir / "report.json").read_text())["tasks"])
+    assert len(records) == 3 * len(report["tasks"])
     for record in records:
         assert_valid("run-record", json.loads(record.read_text()), str(record))
     for cassette in (ROOT / "cassettes").glob("*/*.jsonl"):

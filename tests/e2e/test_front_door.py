@@ -74,8 +74,9 @@ def _stub(request: Request, response: Response) -> None:
 def test_local_openai_compatible_server_gives_a_live_result(tmp_path: Path) -> None:
     with LocalHTTPServer() as server:
         server.handler = _stub
-        result = run_env(["doit", "eval", "suite=smoke-coding", "k=2", "tasks=[rename-symbol]"], tmp_path,
-                         OPENAI_BASE_URL=server.url + "/v1", OPENAI_API_KEY="dummy")
+        result = run_env(["doit", "eval", "suite=smoke-coding", "k=2", "tasks=[rename-symbol]",
+                          "provider.model=stub-model"], tmp_path, OPENAI_BASE_URL=server.url + "/v1",
+                         OPENAI_API_KEY="dummy")
         requests = list(server.requests)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((report_dir_of(result.stdout) / "report.json").read_text())
@@ -86,6 +87,20 @@ def test_local_openai_compatible_server_gives_a_live_result(tmp_path: Path) -> N
     assert sum(r.path == "/v1/chat/completions" for r in requests) == 2
     assert all(r.headers.get("authorization") == "Bearer dummy" for r in requests)
     assert "runs: 2 of 2 planned runs attempted" in result.stdout
+
+
+def test_a_model_the_local_server_does_not_list_stops_before_any_run(tmp_path: Path) -> None:
+    with LocalHTTPServer() as server:
+        server.handler = _stub
+        result = run_env(["lab", "run", "suite=smoke-coding", "k=1", "sandbox=none"], tmp_path,
+                         OPENAI_BASE_URL=server.url + "/v1", OPENAI_API_KEY="dummy")
+        requests = list(server.requests)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"provider openai: model 'gpt-4.1-mini' is not among the models {server.url}/v1/models lists (stub-model); "
+        "set provider.model=<one of them> (or preflight=false to run anyway)"]
+    assert [(r.method, r.path) for r in requests] == [("GET", "/v1/models")]
+    assert records_in(tmp_path) == []
 
 
 def test_scripted_result_says_what_it_measures_everywhere(tmp_path: Path) -> None:
@@ -149,16 +164,19 @@ def test_variants_execute_both_sides_and_reuse_only_an_identical_variants_comman
 
 @pytest.mark.parametrize("command", ["run", "record", "ci", "variants", "list", "gate", "gen-stress", "compare",
                                      "admit", "export", "tools", "agents"])
-def test_every_subcommand_has_help(command: str, tmp_path: Path) -> None:
-    result = run_cmd(["lab", command, "--help"], tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(f"usage: lab {command}")
+def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # In-process: the help is text the entry point prints (`lab run -h` below runs the real process).
+    from lab.cli import main
+
+    assert main([command, "--help"]) == 0
+    stdout = capsys.readouterr().out
+    assert stdout.startswith(f"usage: lab {command}")
     # Written for users: a description, not a developer's note, a citation of the
     # unshipped specification or reST markup.
-    body = result.stdout.split("\n\n", 1)[1]
-    assert len(body) > 40, result.stdout
+    body = stdout.split("\n\n", 1)[1]
+    assert len(body) > 40, stdout
     for internal in ("SPEC ", "module docstring", "Dispatch", ":mod:", "``"):
-        assert internal not in result.stdout, result.stdout
+        assert internal not in stdout, stdout
 
 
 def test_the_overview_is_for_users(tmp_path: Path) -> None:

@@ -42,3 +42,24 @@ def test_counts_add_up(requested: int, completed: int, voided: bool) -> None:
 ])
 def test_the_endpoint_reads_plainly(endpoint: dict[str, Any] | None, text: str) -> None:
     assert endpoint_text({"endpoint": endpoint} if endpoint else {}) == text
+
+
+def test_the_closing_table_shows_false_positives_and_token_totals() -> None:
+    from pathlib import Path
+
+    from lab.report.closing import summarise
+
+    golden = Path(__file__).resolve().parents[1] / "golden" / "report"
+    _, text = summarise(golden)
+    assert "false positives 1 (claimed success, failed), false negatives 0; tokens 18,850 (15,700 in, 3,150 out) " \
+           "over 7 judged run(s)" in text.splitlines()
+
+
+def test_token_totals_are_left_out_when_a_run_reported_no_usage() -> None:
+    from lab.report.closing import claims_and_tokens_line
+
+    summary = {"falsePositives": 0, "falseNegatives": 2}
+    measured = {"usageIncomplete": True, "inputTokens": 10, "outputTokens": 5, "runsJudged": 3}
+    assert claims_and_tokens_line({"summary": summary, "measured": measured}) == (
+        "false positives 0 (claimed success, failed), false negatives 2")
+    assert claims_and_tokens_line({"summary": summary}) == "false positives 0 (claimed success, failed), false negatives 2"

@@ -244,14 +244,16 @@ def test_gen_stress_writes_a_loadable_suite_whose_first_five_are_bundled(tmp_pat
             BUNDLED / "scripts" / f"{task_id}.json").read_bytes()
 
 
-def test_gen_stress_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
+def test_gen_stress_refuses_to_overwrite_without_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # In-process: the real `lab gen-stress` process is run above.
     out = tmp_path / "generated"
-    assert run_cmd(["lab", "gen-stress", "instances=2", f"out={out}"], tmp_path / "runs").returncode == 0
-    again = run_cmd(["lab", "gen-stress", "instances=1", f"out={out}"], tmp_path / "runs")
-    assert again.returncode == 1 and "force=true" in again.stderr
-    assert again.stderr.count("\n") == 1 and len(load_suite(out).tasks) == 2
-    forced = run_cmd(["lab", "gen-stress", "instances=1", f"out={out}", "force=true"], tmp_path / "runs")
-    assert forced.returncode == 0, forced.stderr
+    assert gen_stress(["instances=2", f"out={out}"]) == 0
+    capsys.readouterr()
+    assert gen_stress(["instances=1", f"out={out}"]) == 1
+    stderr = capsys.readouterr().err
+    assert "force=true" in stderr
+    assert stderr.count("\n") == 1 and len(load_suite(out).tasks) == 2
+    assert gen_stress(["instances=1", f"out={out}", "force=true"]) == 0, capsys.readouterr().err
     assert [t.id for t in load_suite(out).tasks] == ["chain-walk-rules-01"]
     assert sorted(p.name for p in (out / "fixtures").iterdir()) == ["chain-walk-rules-01"]
 
@@ -262,10 +264,9 @@ def test_gen_stress_force_never_replaces_a_foreign_directory(tmp_path: Path) -> 
     assert (tmp_path / "mine.txt").read_text(encoding="utf-8") == "keep me\n"
 
 
-def test_gen_stress_bad_instances_is_one_line(tmp_path: Path) -> None:
-    result = run_cmd(["lab", "gen-stress", "instances=abc"], tmp_path / "runs")
-    assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr == "lab gen-stress: instances must be a positive integer, got 'abc'\n"
+def test_gen_stress_bad_instances_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert gen_stress(["instances=abc"]) == 1
+    assert capsys.readouterr() == ("", "lab gen-stress: instances must be a positive integer, got 'abc'\n")
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -1,0 +1,82 @@
+"""The Makefile's housekeeping targets, run by the real `make` on a copy of the checkout's layout.
+
+`make clean` removes what the build made and nothing else; `make clean-results` deletes the
+results, naming each entry, and keeps the installed command agents. The test suite's command
+prints the ten slowest tests.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.lab_process import ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+
+
+def _checkout(tmp_path: Path) -> Path:
+    """A directory with the Makefile, a built virtualenv, bytecode, results and an installed agent."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    for made in (".venv/bin", "reliability_lab.egg-info", ".pytest_cache", ".mypy_cache", "lab/__pycache__",
+                 "runs/smoke-coding/v1.0.0.abc.scripted/reports/r1", "runs/.cache", "runs/agents/aider/bin"):
+        (tmp_path / made).mkdir(parents=True)
+    (tmp_path / "lab" / "x.py").write_text("")
+    (tmp_path / "runs" / ".doit.sqlite").write_text("")
+    (tmp_path / "runs" / "agents" / "aider" / "installed-version").write_text("0.86.1\n")
+    return tmp_path
+
+
+def _make(target: str, where: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("LAB_", "MAKE"))} | env
+    return subprocess.run(["make", "--no-print-directory", "-C", str(where), target], env=environ,
+                          capture_output=True, text=True, check=False, timeout=60)
+
+
+def test_clean_removes_the_build_and_keeps_results_and_agents(tmp_path: Path) -> None:
+    root = _checkout(tmp_path)
+    result = _make("clean", root)
+    assert result.returncode == 0, result.stderr
+    for gone in (".venv", "reliability_lab.egg-info", ".pytest_cache", ".mypy_cache", "lab/__pycache__"):
+        assert not (root / gone).exists(), gone
+    assert (root / "lab" / "x.py").is_file()
+    assert (root / "runs" / "smoke-coding" / "v1.0.0.abc.scripted" / "reports" / "r1").is_dir()
+    assert (root / "runs" / "agents" / "aider" / "installed-version").is_file()
+
+
+def test_clean_results_names_what_it_deletes_and_keeps_agents(tmp_path: Path) -> None:
+    root = _checkout(tmp_path)
+    result = _make("clean-results", root)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (root / "runs").iterdir()) == ["agents"]
+    assert (root / "runs" / "agents" / "aider" / "installed-version").is_file()
+    assert (root / ".venv" / "bin").is_dir()
+    said = result.stdout.splitlines()
+    assert sorted(said[:-1]) == ["make: deleting runs/.cache", "make: deleting runs/.doit.sqlite",
+                                 "make: deleting runs/smoke-coding"]
+    assert said[-1] == "make: kept runs/agents (installed command agents)"
+    again = _make("clean-results", root)
+    assert again.stdout.splitlines() == ["make: kept runs/agents (installed command agents)"]
+
+
+def test_clean_results_follows_lab_data_dir(tmp_path: Path) -> None:
+    root = _checkout(tmp_path / "checkout")
+    elsewhere = tmp_path / "store"
+    (elsewhere / "core").mkdir(parents=True)
+    result = _make("clean-results", root, LAB_DATA_DIR=str(elsewhere))
+    assert result.stdout.splitlines() == [f"make: deleting {elsewhere}/core"]
+    assert not (elsewhere / "core").exists()
+    assert (root / "runs" / "smoke-coding").is_dir()
+
+
+def test_ci_prints_the_ten_slowest_tests() -> None:
+    result = subprocess.run(["make", "-n", "-C", str(ROOT), "test"], capture_output=True, text=True, check=False,
+                            timeout=60, env={"PATH": "/usr/bin:/bin"})
+    pytest_line = next(line for line in result.stdout.splitlines() if "-m pytest" in line)
+    assert "--durations=10" in pytest_line.split()
