@@ -4,9 +4,14 @@ The statistic is the difference of the task-weighted mean success rates,
 cand − base, stratified by task (tasks are strata; the runs of a task are
 assumed independent): ``D = mean_t(p̂c_t − p̂b_t)``. At each look it is
 standardised under "no difference" with each task's pooled rate
-``p̄_t = (xb_t + xc_t) / (nb_t + nc_t)``::
+``p̄_t = (xb_t + xc_t) / N_t``, ``N_t = nb_t + nc_t``::
 
-    z = D / sqrt( Σ_t p̄_t (1 − p̄_t) (1/nb_t + 1/nc_t) / T² )
+    z = D / sqrt( Σ_t p̄_t (1 − p̄_t) (1/nb_t + 1/nc_t) · N_t / (N_t − 1) / T² )
+
+— the variance of each task's difference under a permutation of its runs'
+labels given its passes (the hypergeometric variance of Mantel & Haenszel
+1959, JNCI 22:719–748); with few runs per task it keeps the test at its
+level where the binomial variance ``p̄(1 − p̄)(1/nb + 1/nc)`` exceeds it.
 
 **Boundaries.** The type-I error α (two-sided) is spent over the looks with
 the O'Brien–Fleming-type spending function of Lan & DeMets (1983, "Discrete
@@ -238,8 +243,10 @@ def stratified_statistic(counts: Sequence[TaskCounts]) -> Statistic:
             raise ValueError(f"passes must lie within the judged runs, got {c!r}")
         pb, pc = c.passes_base / c.judged_base, c.passes_cand / c.judged_cand
         delta += pc - pb
-        pooled = (c.passes_base + c.passes_cand) / (c.judged_base + c.judged_cand)
-        null_var += pooled * (1 - pooled) * (1 / c.judged_base + 1 / c.judged_cand)
+        runs = c.judged_base + c.judged_cand
+        pooled = (c.passes_base + c.passes_cand) / runs
+        if runs > 1:  # the hypergeometric (permutation) variance given the task's passes: N / (N − 1)
+            null_var += pooled * (1 - pooled) * (1 / c.judged_base + 1 / c.judged_cand) * runs / (runs - 1)
         ab, ac = (c.passes_base + 1) / (c.judged_base + 2), (c.passes_cand + 1) / (c.judged_cand + 2)
         adjusted += ac - ab
         var += ab * (1 - ab) / (c.judged_base + 2) + ac * (1 - ac) / (c.judged_cand + 2)

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lab.compare.sequential import TaskCounts, boundaries, decide, obf_spending, repeated_interval, \
-    stratified_statistic
+from lab.compare.sequential import TaskCounts, boundaries, decide, obf_spending, repeated_interval, stratified_statistic
 
 METHOD = ("group-sequential test: Lan–DeMets O'Brien–Fleming-type alpha spending on the stratified z of the "
           "task-weighted mean difference; equivalence by repeated confidence intervals")
@@ -24,6 +23,8 @@ REFERENCES = (
     "O'Brien & Fleming (1979), A multiple testing procedure for clinical trials, Biometrics 35:549-556",
     "Jennison & Turnbull (1989), Interim analyses: the repeated confidence interval approach, JRSS B 51:305-361",
     "Jennison & Turnbull (2000), Group Sequential Methods with Applications to Clinical Trials, ch. 7, 9, 19",
+    "Mantel & Haenszel (1959), Statistical aspects of the analysis of data from retrospective studies of disease, "
+    "JNCI 22:719-748 (the permutation variance per task)",
     "Agresti & Caffo (2000), Simple and effective confidence intervals for proportions and differences of "
     "proportions, The American Statistician 54:280-288",
 )
