@@ -148,7 +148,7 @@ def test_variants_execute_both_sides_and_reuse_only_an_identical_variants_comman
 
 
 @pytest.mark.parametrize("command", ["run", "record", "ci", "variants", "list", "gate", "gen-stress", "compare",
-                                     "admit", "export", "tools", "agents"])
+                                     "admit", "export", "tools", "agents", "plan"])
 def test_every_subcommand_has_help(command: str, tmp_path: Path) -> None:
     result = run_cmd(["lab", command, "--help"], tmp_path)
     assert result.returncode == 0, result.stderr
