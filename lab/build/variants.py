@@ -13,6 +13,10 @@ The variants are the values of exactly one sweep override: ``variant=a,b``
 compares the configuration as composed ("unset") with ``KEY=VALUE`` ("set").
 Replay mode is refused: a replay measures the harness, not a variant.
 
+With ``sequential=true`` (``lab variants`` only) the same graph is built once
+per round of repetitions until a group-sequential test decides; see
+:mod:`lab.build.sequential`.
+
 With ``json=true`` stdout holds JSON lines only, each with a ``type``: one
 ``variant_report`` line per variant (``variant``, ``reportDir``, ``report``:
 the report document) and one ``comparison`` line (``path`` of
@@ -88,6 +92,8 @@ def prepare_variants(overrides: list[str]) -> tuple[list[tuple[str, Any]], Path]
 
     overrides = check_options(overrides)
     common, variants = split_variants(overrides)
+    if ACTIVE and len(variants) != 2:
+        raise ConfigError(f"variants: sequential=true compares exactly two variants, got {len(variants)}")
     out = next((o.split("=", 1)[1] for o in common if o.startswith("out=")), None)
     # out= is the root here, not each report; json= is the variants' own output (variant_json_lines)
     common = [o for o in common if not o.startswith(("out=", "json="))]

@@ -103,6 +103,10 @@ def test_sequential_needs_k_and_lab_variants(tmp_path: Path) -> None:
     assert bad.returncode == 1 and "sequential must be true or false, got 'maybe'" in bad.stderr
     stray = run_cmd(["lab", "variants", "suite=core", "variant=baseline,no-compaction", "k=5", "round=2"], data)
     assert stray.returncode == 1 and "round= and tolerance= apply to sequential=true only" in stray.stderr
+    three = run_cmd(["lab", "variants", "suite=core", "variant=baseline,no-compaction,small-context", "k=5",
+                     "sequential=true", "provider=scripted"], data)
+    assert three.returncode == 1 and three.stderr.strip().endswith(
+        "variants: sequential=true compares exactly two variants, got 3"), three.stderr
     under_doit = run_cmd(["doit", "variants", "suite=core", "variant=baseline,no-compaction", "k=5",
                           "sequential=true"], data)
     assert under_doit.returncode == 1 and "runs its rounds under `lab variants`" in under_doit.stderr
