@@ -43,8 +43,11 @@ class SequentialRun:
     overrides: list[str]
     """The command's overrides without ``k``, ``sequential``, ``round`` and ``tolerance``."""
     looks: list[dict[str, Any]] = field(default_factory=list)
+    """Every look made so far (lab.compare.sequential_doc.look), one per finished round."""
     executed: int = 0
+    """Runs executed by the finished rounds of this command (not those up to date)."""
     decided: bool = False
+    """Whether the comparison was written: the test decided, or k was reached."""
 
     @property
     def fractions(self) -> tuple[float, ...]:
