@@ -13,6 +13,10 @@ The variants are the values of exactly one sweep override: ``variant=a,b``
 compares the configuration as composed ("unset") with ``KEY=VALUE`` ("set").
 Replay mode is refused: a replay measures the harness, not a variant.
 
+With ``sequential=true`` (``lab variants`` only) the same graph is built once
+per round of repetitions until a group-sequential test decides; see
+:mod:`lab.build.sequential`.
+
 With ``json=true`` stdout holds JSON lines only, each with a ``type``: one
 ``variant_report`` line per variant (``variant``, ``reportDir``, ``report``:
 the report document) and one ``comparison`` line (``path`` of
@@ -84,8 +88,12 @@ def prepare_variants(overrides: list[str]) -> tuple[list[tuple[str, Any]], Path]
             the same measured configuration (nothing would differ).
     """
     from lab.build.graph import prepare, provider_preflight
+    from lab.build.sequential import ACTIVE, check_options
 
+    overrides = check_options(overrides)
     common, variants = split_variants(overrides)
+    if ACTIVE and len(variants) != 2:
+        raise ConfigError(f"variants: sequential=true compares exactly two variants, got {len(variants)}")
     out = next((o.split("=", 1)[1] for o in common if o.startswith("out=")), None)
     # out= is the root here, not each report; json= is the variants' own output (variant_json_lines)
     common = [o for o in common if not o.startswith(("out=", "json="))]
@@ -103,8 +111,13 @@ def prepare_variants(overrides: list[str]) -> tuple[list[tuple[str, Any]], Path]
         hashes[prep.ctx.config_hash] = label
     for _, prep in prepared:
         provider_preflight(prep.ctx.config)
-    name = "_vs_".join(label for label, _ in prepared) + f".k{first.k}.s{first.ctx.config.seed}"
-    home = paths.data_dir() / first.ctx.suite.id / "variants" / f"{name}.{command_key(overrides)}"
+    if ACTIVE:  # a round of a sequential command: its records are kept whatever k (lab.build.sequential)
+        name = "_vs_".join(label for label, _ in prepared) + f".seq.s{first.ctx.config.seed}"
+        key = command_key(ACTIVE[0].overrides)
+    else:
+        name = "_vs_".join(label for label, _ in prepared) + f".k{first.k}.s{first.ctx.config.seed}"
+        key = command_key(overrides)
+    home = paths.data_dir() / first.ctx.suite.id / "variants" / f"{name}.{key}"
     root = Path(out).absolute() if out not in (None, "", "null") else home
     from lab.files import unwritable_dir_reason
 
@@ -222,18 +235,32 @@ def _compare(prepared: list[tuple[str, Any]], root: Path, as_json: bool) -> Any:
         copy_files(prep.report_dir, root / label)
     base = json.loads((root / prepared[0][0] / "report.json").read_text(encoding="utf-8"))
     cand = json.loads((root / prepared[1][0] / "report.json").read_text(encoding="utf-8"))
-    doc = compare_reports(base, cand)
-    write_comparison(root, doc)
+    from lab.build.sequential import ACTIVE, round_action
+
+    if ACTIVE:  # a round of a sequential command: look, and compare only once decided or at k
+        OUTCOME.update(code=0, report_dir=str(root))
+        if not round_action(prepared, root, as_json):
+            return None
+    else:
+        doc = compare_reports(base, cand)
+        write_comparison(root, doc)
     OUTCOME.update(code=0, report_dir=str(root))
     if as_json:
         for line in variant_json_lines([(label, root / label) for label, _ in prepared], root):
             print(line, flush=True)
         return None
-    print(render_comparison_markdown(doc), flush=True)
     from lab.execute.progress import display
 
-    print(f"runs: {display().done} executed now, {display().skipped} up to date from an identical earlier "
-          f"variants command (the only runs a variants command reuses)")
+    if ACTIVE:
+        run = ACTIVE[0]
+        made = run.looks[-1]["runsPerTask"]
+        executed = run.executed + display().done
+        print(f"runs: {executed} executed now over {len(run.looks)} round(s), up to {made} per task and variant; "
+              f"the others up to date from an identical earlier sequential variants command")
+    else:
+        print(render_comparison_markdown(doc), flush=True)
+        print(f"runs: {display().done} executed now, {display().skipped} up to date from an identical earlier "
+              f"variants command (the only runs a variants command reuses)")
     print(f"variants: {', '.join(f'{label} → {root / label}' for label, _ in prepared)}")
     print(f"comparison: {root / 'comparison.md'}; picture: {root / 'comparison.html'}")
     OUTCOME.update(code=0, report_dir=str(root))

@@ -5,12 +5,16 @@
     lab record [OVERRIDES…]           same as `doit record OVERRIDES…`
     lab gate REPORT [min_pass_rate=1.0] [allow_flaky=false]   CI verdict on a report (exit 0/1/2)
     lab variants suite=… variant=a,b  run variants interleaved over the same runs, then compare them
+    lab variants suite=… variant=a,b k=K sequential=true [round=5] [tolerance=0.05]   in rounds of
+                                      repetitions; stop when a sequential test decides (k = the most)
     lab ci [out=DIR] [suite_dir=DIR] [suite=ID] [cassette_dir=DIR]   replay every bundled (or suite_dir)
                                       cassette; exit 2 on divergence, 1 on failure; cassette_dir: one suite only
     lab gen-stress instances=N [out=DIR] [force=true]   write N seeded chain-walk-rules instances
     lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]   compare two reports; exit 3 if incompatible
     lab admit BASE CAND [REPEAT_BASE REPEAT_CAND] [tolerance=0.05] [max_token_increase=0.2] [json=true]
                                       the admission rule, clause by clause; exit 0 = admit
+    lab plan BASELINE delta=0.10 [power=0.8] [alpha=0.05] [variants=2] [jobs=1] [json=true]
+                                      k per task and for the suite, runs, cost and time to detect delta
     lab export RUN_ID out=FILE [force=true] [redact=true]   one scrubbed, secret-checked JSON bundle of a run
     lab tools                         the built-in tools: names, arguments, result formats (= docs/tools.md)
     lab --version                     the lab's version; `python -m lab …` is the same as `lab …`
@@ -48,6 +52,7 @@ COMMANDS = {
     "gen-stress": "lab.cli.gen_stress:gen_stress",
     "compare": "lab.cli.compare:compare",
     "admit": "lab.cli.admit:admit",
+    "plan": "lab.cli.plan:plan",
     "export": "lab.cli.export:export",
     "tools": "lab.cli.listing:list_tools",
     "agents": "lab.cli.agents:agents",

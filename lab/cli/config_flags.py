@@ -198,6 +198,9 @@ def help_text(command: str) -> str:
         "User presets: LAB_CONFIG_PATH=DIR[:DIR…], each laid out like conf/ (DIR/agent/my-agent.yaml …).",
         "Flags: --cfg job|all (print the composed config and its hash), --info, "
         "--shell-completion shell=bash|zsh, -m (Hydra multirun, `lab run` only).",
+        *(["Sequential: sequential=true k=K [round=5] [tolerance=0.05] runs rounds of `round` repetitions and "
+           "stops when a group-sequential test decides (k = the most; docs/variants.md)."]
+          if command == "variants" else []),
         "Exit codes: 0 completed, 1 usage or infrastructure error, 2 replay divergence, 130 cancelled."]) + problem
 
 

@@ -42,5 +42,40 @@ def ci(overrides: list[str]) -> int:
 
 
 def variants(overrides: list[str]) -> int:
-    """``lab variants suite=… variant=a,b [k=…]`` = ``doit variants …`` (SPEC VA2)."""
-    return _doit("variants", overrides)
+    """``lab variants suite=… variant=a,b [k=…]`` = ``doit variants …`` (SPEC VA2).
+
+    With ``sequential=true`` (k = the maximum) one build per round of ``round=`` repetitions,
+    until the sequential test decides (SPEC K9, lab.build.sequential).
+    """
+    from lab.build.sequential import sequential_requested
+    from lab.cli.options import guarded
+    from lab.errors import ConfigError
+
+    try:
+        sequential = sequential_requested(overrides)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    if not sequential or any("=" not in o or o.startswith("-") for o in overrides):
+        return _doit("variants", overrides)  # (a word that is not key=value: its one-line error)
+    return guarded("variants", lambda: _sequential(overrides))
+
+
+def _sequential(overrides: list[str]) -> int:
+    """The rounds of a sequential variants command; the exit code of the last round built."""
+    from lab.build.commands import run_graph
+    from lab.build.sequential import ACTIVE, parse_sequential
+    from lab.execute.progress import display
+
+    run = parse_sequential(overrides)
+    ACTIVE[:] = [run]
+    code = 0
+    try:
+        for index in range(len(run.schedule)):
+            code = run_graph("variants", run.round_overrides(index))
+            run.executed += display().done
+            if code != 0 or run.decided:
+                break
+    finally:
+        ACTIVE.clear()
+    return code

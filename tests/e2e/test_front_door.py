@@ -163,7 +163,7 @@ def test_variants_execute_both_sides_and_reuse_only_an_identical_variants_comman
 
 
 @pytest.mark.parametrize("command", ["run", "record", "ci", "variants", "list", "gate", "gen-stress", "compare",
-                                     "admit", "export", "tools", "agents"])
+                                     "admit", "export", "tools", "agents", "plan"])
 def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     # In-process: the help is text the entry point prints (`lab run -h` below runs the real process).
     from lab.cli import main
