@@ -148,8 +148,8 @@ def _task_view(t: dict[str, Any], links: list[dict[str, str]]) -> dict[str, Any]
     return {"id": t["taskId"], "anchor": task_anchor(t["taskId"]), "judged": t["judged"], "passes": t["passes"],
             "fails": t["fails"], "budget": t["budgetExceeded"], "errors": t["errors"],
             "rate": pct(t["successRate"]), "interval": interval(t["wilson95"]),
-            "passAtK": pct(t["passAtK"]),
-            "passHatK": pct(t["passHatK"]), "fp": t["falsePositives"], "fn": t["falseNegatives"],
+            "passAtK": pct(t["passAtK"]), "passHatK": pct(t["passHatK"]), "fp": t["falsePositives"],
+            "fn": t["falseNegatives"],
             "cached": pct(t["cachedInputRatio"]), "flags": ", ".join(flags), "runs": links}
 
 

@@ -148,7 +148,7 @@ def rows(svg: Element) -> dict[str, Element]:
 def test_chromium_draws_each_figure_where_report_json_puts_it(tmp_path: Path) -> None:
     doc, out = published(tmp_path, mixed_records(), k=9)
     url = (out / "index.html").as_uri()
-    shot = screenshot(url, tmp_path / "index.png", tmp_path, size=(1280, 1400))
+    shot = screenshot(url, tmp_path / "index.png", tmp_path, size=(1280, 2600))
     assert shot.stat().st_size > 20_000  # the pictures are drawn (a blank page is a few kB)
     page = parse(dump_dom(url, tmp_path))
     assert not page.find_all("script")
@@ -213,7 +213,7 @@ def test_chromium_draws_each_figure_where_report_json_puts_it(tmp_path: Path) ->
             drawn_five = [whisker.num("x1"), box.num("x"), median.num("x1"), box.num("x") + box.num("width"),
                           whisker.num("x2")]
             for figure, x in zip(FIVE, drawn_five, strict=True):
-                tolerance = (1.01 if figure == "q3" else per_px) / 280 * (axis(chart)[3] - axis(chart)[1])
+                tolerance = (1.01 if figure == "q3" else per_px)  # a box is at least 1 px wide / 280 * (axis(chart)[3] - axis(chart)[1])
                 assert value_at(chart, x) == pytest.approx(spread[figure], abs=tolerance), (key, name, figure)
         assert page.by_id(f"chart-{key}").ancestor("figure") is not None
 
