@@ -213,7 +213,8 @@ def test_chromium_draws_each_figure_where_report_json_puts_it(tmp_path: Path) ->
             drawn_five = [whisker.num("x1"), box.num("x"), median.num("x1"), box.num("x") + box.num("width"),
                           whisker.num("x2")]
             for figure, x in zip(FIVE, drawn_five, strict=True):
-                tolerance = (1.01 if figure == "q3" else per_px)  # a box is at least 1 px wide / 280 * (axis(chart)[3] - axis(chart)[1])
+                px = 1.01 if figure == "q3" else per_px  # a box is at least 1 px wide
+                tolerance = px / 280 * (axis(chart)[3] - axis(chart)[1])
                 assert value_at(chart, x) == pytest.approx(spread[figure], abs=tolerance), (key, name, figure)
         assert page.by_id(f"chart-{key}").ancestor("figure") is not None
 
