@@ -1,8 +1,11 @@
-"""Run evidence for index.html: one section per run, on the page itself or on pages of 1000 runs.
+"""Run evidence for index.html: one section per run, collapsed per task, on the page itself or on pages of 1000 runs.
 
 Each run has an anchor (:func:`run_anchor`) holding its facts, final message,
 error and traceback, replay divergence, verifiers (diagnostics and stderr /
-stdout tails) and event log (``templates/_run.html.j2``). Up to
+stdout tails) and event log (``templates/_run.html.j2``). A task's runs are
+one ``<details>`` element (:func:`task_runs_anchor`, ``templates/_task_runs.html.j2``),
+closed, whose summary line counts them by status: a page of 35 runs is a
+list of tasks, and a link to a run opens its task's group. Up to
 ``RUNS_PER_PAGE`` runs the sections are part of index.html; a larger report
 puts them on ``pages/runs-0001.html``, ``pages/runs-0002.html`` … in report
 order (``templates/runs_page.html.j2``), so index.html stays a summary page
@@ -17,6 +20,8 @@ of each errored run, in lists that may be spools.
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from functools import cache
 from pathlib import Path
 from typing import IO, Any
@@ -34,6 +39,10 @@ PAGES_DIR = "pages"
 EVENTS_SHOWN = 500  # per run; the full log is always in runs.jsonl
 ARGUMENTS_CHARS = 240
 TAILS = ("stderrTail", "stdoutTail")
+STATUS_WORDS = {"pass": ("pass", "passed"), "fail": ("fail", "failed"),
+                "budget_exceeded": ("budget-exceeded", "over budget"), "error": ("error", "errored")}
+"""Run status → (its ``data-`` attribute on a task's group, its word in the group's summary line)."""
+GROUP_END = "</details>\n"
 _MARK = "\x00evidence\x00"
 
 
@@ -45,6 +54,11 @@ def run_anchor(task_id: str, repetition: int) -> str:
 def task_anchor(task_id: str) -> str:
     """The HTML id of a task's row: ``task-<taskId>``."""
     return f"task-{task_id}"
+
+
+def task_runs_anchor(task_id: str) -> str:
+    """The HTML id of a task's collapsed run evidence (a ``<details>``): ``runs-<taskId>``."""
+    return f"runs-{task_id}"
 
 
 def paged(runs: int) -> bool:
@@ -82,10 +96,16 @@ class HtmlRuns:
         new_list: makes the lists kept for the index (``list`` or a spool factory).
         report_dir: where the run pages go (``pages/``); None writes none.
 
-    After :meth:`close`: ``sections`` (a small report's rendered sections),
-    ``tasks`` ({taskId, runs: [{href, label, status}]} per task with records:
-    one link per run, or one per run page holding some of the task's runs)
-    and ``errors`` ([taskId, repetition, href] of each errored run).
+    After :meth:`close`: ``sections`` (a small report's evidence: one
+    collapsed group per task, :func:`task_runs_anchor`), ``tasks`` ({taskId,
+    runs: [{href, label, status}]} per task with records: one link per run,
+    or one per run page holding some of the task's runs) and ``errors``
+    ([taskId, repetition, href] of each errored run).
+
+    A group's summary line (its runs counted by status) comes before its
+    sections, so a group's sections wait until its last run: in memory on
+    index.html (at most ``RUNS_PER_PAGE`` of them, as the page itself), in
+    an anonymous temporary file in ``report_dir`` on a run page.
     """
 
     def __init__(self, runs: int, title: str, new_list: NewList = list, report_dir: Path | None = None) -> None:
@@ -96,6 +116,9 @@ class HtmlRuns:
         self._task: dict[str, Any] | None = None
         self._page: IO[str] | None = None
         self._page_tail = ""
+        self._group: dict[str, Any] | None = None  # the task whose sections are held, on the current page
+        self._held: list[str] = []  # its sections on index.html
+        self._spill: IO[str] | None = None  # its sections on a run page
 
     def add(self, record: dict[str, Any]) -> None:
         """One run, in report order."""
@@ -103,12 +126,10 @@ class HtmlRuns:
         task_id, repetition, status = record["taskId"], record["repetition"], record["status"]
         anchor = run_anchor(task_id, repetition)
         href = f"{page_name(position)}#{anchor}" if self.paged else f"#{anchor}"
-        section = environment().get_template("_run.html.j2").render(
-            r=run_view(record, "../index.html" if self.paged else ""))
-        if not self.paged:
-            self.sections.append(section)
-        elif self._report_dir is not None:
-            self._page_write(position, section)
+        if not self.paged or self._report_dir is not None:
+            section = environment().get_template("_run.html.j2").render(
+                r=run_view(record, "../index.html" if self.paged else ""))
+            self._hold(position, task_id, repetition, status, section)
         if self._task is None or self._task["taskId"] != task_id:
             self._close_task()
             self._task = {"taskId": task_id, "runs": []}
@@ -124,6 +145,42 @@ class HtmlRuns:
         if status == "error":
             self.errors.append([task_id, repetition, href])
 
+    def _hold(self, position: int, task_id: str, repetition: int, status: str, section: str) -> None:
+        """Keep ``section`` in its task's group, closing the previous group (and run page) first."""
+        new_page = self.paged and position % RUNS_PER_PAGE == 0
+        if self._group is None or self._group["taskId"] != task_id or new_page:
+            self._close_group()
+            if new_page:
+                self._page_open(position)
+            self._group = {"taskId": task_id, "first": repetition, "counts": dict.fromkeys(STATUS_WORDS, 0)}
+        self._group["last"] = repetition
+        self._group["counts"][status] = self._group["counts"].get(status, 0) + 1
+        if not self.paged:
+            self._held.append(section)
+            return
+        if self._spill is None:
+            assert self._report_dir is not None
+            self._spill = tempfile.TemporaryFile("w+", encoding="utf-8", dir=self._report_dir)
+        self._spill.write(encodable(section))
+
+    def _close_group(self) -> None:
+        """Write the held group: its summary line, its sections, the end of its ``<details>``."""
+        group, self._group = self._group, None
+        if group is None:
+            return
+        head = environment().get_template("_task_runs.html.j2").render(g=group_view(group, self.paged))
+        if not self.paged:
+            self.sections.append(head + "".join(self._held) + GROUP_END)
+            self._held = []
+            return
+        assert self._page is not None and self._spill is not None
+        self._page.write(encodable(head))
+        self._spill.seek(0)
+        shutil.copyfileobj(self._spill, self._page)
+        self._spill.seek(0)
+        self._spill.truncate()
+        self._page.write(GROUP_END)
+
     def _close_task(self) -> None:
         if self._task is not None:
             for link in self._task["runs"]:
@@ -131,17 +188,14 @@ class HtmlRuns:
             self.tasks.append(self._task)
             self._task = None
 
-    def _page_write(self, position: int, section: str) -> None:
+    def _page_open(self, position: int) -> None:
+        self._page_close()
         assert self._report_dir is not None
-        if position % RUNS_PER_PAGE == 0:
-            self._page_close()
-            path = self._report_dir / page_name(position)
-            path.parent.mkdir(mode=0o755, exist_ok=True)
-            self._page = open(path, "w", encoding="utf-8")
-            head, self._page_tail = self._page_frame(position)
-            self._page.write(encodable(head))
-        assert self._page is not None
-        self._page.write(encodable(section))
+        path = self._report_dir / page_name(position)
+        path.parent.mkdir(mode=0o755, exist_ok=True)
+        self._page = open(path, "w", encoding="utf-8")
+        head, self._page_tail = self._page_frame(position)
+        self._page.write(encodable(head))
 
     def _page_frame(self, first: int) -> tuple[str, str]:
         """The text of the run page starting at ``first`` before and after its sections."""
@@ -163,9 +217,23 @@ class HtmlRuns:
                 self._page = None
 
     def close(self) -> None:
-        """Close the last task and the last run page (call once after the last run)."""
-        self._close_task()
-        self._page_close()
+        """Write the last group, close the last task and the last run page (call once after the last run)."""
+        try:
+            self._close_group()
+            self._close_task()
+        finally:
+            self._page_close()
+            if self._spill is not None:
+                self._spill.close()
+                self._spill = None
+
+
+def group_view(group: dict[str, Any], on_run_page: bool) -> dict[str, Any]:
+    """The summary line of a task's group of runs: its anchor, the repetitions (on a run page), counts by status."""
+    counts = group["counts"]
+    return {"taskId": group["taskId"], "anchor": task_runs_anchor(group["taskId"]), "runs": sum(counts.values()),
+            "span": f"r{group['first']}–r{group['last']} on this page" if on_run_page else "",
+            "counts": [(status, attr, counts[status], word) for status, (attr, word) in STATUS_WORDS.items()]}
 
 
 def _short(value: Any, limit: int = ARGUMENTS_CHARS) -> str:

@@ -25,7 +25,12 @@ Measured block (``measured``; absent when no run was judged), over judged runs:
   ``providerCostUsd`` (the provider's own cost figure, with
   ``runsReportingProviderCost``): sums over the judged runs that report
   them; present only when at least one does (absent is not zero).
-- ``tasks``: the same figures per task (tasks with ≥ 1 judged run).
+- ``tasks``: the same figures per task (tasks with ≥ 1 judged run), plus
+  the spread of each run's figures: ``tokensPerRun`` (input + output tokens,
+  only when every judged run of the task reported usage) and ``wallMsPerRun``
+  (over the judged runs with a wall time), each {runs, min, q1, median, q3,
+  max, exact} (:class:`lab.report.distribution.Distribution`: exact
+  quartiles up to 10 000 runs, a 1 % sketch beyond).
 
 Cached input (``summary.cachedInput``, M5), over judged runs:
 
@@ -62,6 +67,8 @@ import statistics
 from array import array
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from lab.report.distribution import Distribution
 
 JUDGED = frozenset({"pass", "fail", "budget_exceeded"})
 NewList = Callable[[], Any]
@@ -108,15 +115,22 @@ def cached_tokens_of(record: dict[str, Any]) -> int | None:
 
 
 class Figures:
-    """The measured figures (M4) of one scope (every judged run, or one task's), fed one judged run at a time."""
+    """The measured figures (M4) of one scope (every judged run, or one task's), fed one judged run at a time.
 
-    def __init__(self, new_list: NewList = list) -> None:
+    Args:
+        new_list: makes the list of runs without usage (``list`` or a spool factory).
+        spread: also summarise the per-run tokens and wall times (a task's
+            scope: ``tokensPerRun``, ``wallMsPerRun``).
+    """
+
+    def __init__(self, new_list: NewList = list, spread: bool = False) -> None:
         self.judged = self.passes = self.wall_sum = 0
         self.walls = array("q")  # judged wall times, for the exact median and variance
         self.missing = new_list()  # {taskId, repetition} of judged runs without usage
         self.tokens_in = self.tokens_out = self.turns = self.tool_calls = self.compactions = 0
         self.writes = self.writes_runs = 0
         self.costs: list[Any] = []  # provider-reported costs as given: their float sum depends on order
+        self.spread = (Distribution(), Distribution()) if spread else None  # tokens, wall ms per run
 
     def add(self, record: dict[str, Any]) -> None:
         """Count one judged run."""
@@ -126,6 +140,8 @@ class Figures:
             wall = int(record["wallMs"])
             self.walls.append(wall)
             self.wall_sum += wall
+            if self.spread is not None:
+                self.spread[1].add(wall)
         self.turns += int(record.get("turns") or 0)
         self.tool_calls += int(record.get("toolCalls") or 0)
         self.compactions += int(record.get("compactions") or 0)
@@ -135,6 +151,8 @@ class Figures:
             return
         self.tokens_in += int(usage["inputTokens"])
         self.tokens_out += int(usage["outputTokens"])
+        if self.spread is not None:
+            self.spread[0].add(int(usage["inputTokens"]) + int(usage["outputTokens"]))
         if usage.get("cacheWriteTokens") is not None:
             self.writes += usage["cacheWriteTokens"]
             self.writes_runs += 1
@@ -160,6 +178,13 @@ class Figures:
             block.update(cacheWriteTokens=int(self.writes), runsReportingCacheWrites=self.writes_runs)
         if self.costs:
             block.update(providerCostUsd=round(float(sum(self.costs)), 12), runsReportingProviderCost=len(self.costs))
+        if self.spread is not None:
+            per_run = (d.summary() for d in self.spread)
+            tokens_per_run, wall_per_run = per_run
+            if tokens_per_run is not None and not self.missing:
+                block["tokensPerRun"] = tokens_per_run
+            if wall_per_run is not None:
+                block["wallMsPerRun"] = wall_per_run
         return block
 
 

@@ -13,7 +13,8 @@ Everything goes to a staging directory renamed into place at the end.
 
 What stays in memory per run: nothing but one 8-byte wall time (the exact
 median) and one 8-byte score (the exact mean). Per task: the current task's
-figures only. A 100k-run report builds in a few tens of megabytes.
+figures only, its per-run spreads bounded (``lab.report.distribution``: at
+most 10 000 values each). A 100k-run report builds in a few tens of megabytes.
 """
 
 from __future__ import annotations

@@ -76,11 +76,11 @@ def _error_kind(record: dict[str, Any]) -> str | None:
 class Scope:
     """Counts and figures of a set of runs (one task's, or every run), fed one run at a time."""
 
-    def __init__(self, rates: dict[str, float], new_list: NewList) -> None:
+    def __init__(self, rates: dict[str, float], new_list: NewList, spread: bool = False) -> None:
         self.status = dict.fromkeys(STATUSES, 0)
         self.false_positives = self.false_negatives = 0
         self.cached = CachedInput()
-        self.figures = Figures(new_list)
+        self.figures = Figures(new_list, spread)
         self.cost = Cost(rates)
 
     def add(self, record: dict[str, Any]) -> None:
@@ -181,7 +181,7 @@ class ReportTally:
             self._close_task()
         if self._planned and self._planned[-1] == task_id:
             self._planned.pop()
-        self._task, self._scope = task_id, Scope(self._priced, list)  # one task in memory at a time
+        self._task, self._scope = task_id, Scope(self._priced, list, spread=True)  # one task in memory at a time
 
     def _close_task(self) -> None:
         task_id, scope = self._task, self._scope
