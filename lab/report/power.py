@@ -116,22 +116,30 @@ def _solve(f: Callable[[float], float], cap: float, target: float) -> float:
 
 @cache
 def task_detectable(rate: float, n_base: int, n_cand: int, *, alpha: float = 0.05, power: float = 0.8) -> float:
-    """Smallest change of one task's rate that Fisher's test detects with the given power (exact).
+    """Smallest change of one task's rate that Fisher's test detects with the given power.
 
-    Both directions from ``rate`` are tried (up to 1, down to 0); the answer
+    Exact power up to :data:`EXACT_RUNS_MAX` runs a side; beyond, the
+    continuity-corrected normal approximation (one stratum of
+    :func:`aggregate_power`). Both directions from ``rate`` are tried (up to 1, down to 0); the answer
     is the larger of the two smallest detectable changes among the
     directions where one exists (the harder direction decides), ``inf`` when
     no change in either direction reaches the power.
     """
     _check_rate(rate)
     _check_sizes(n_base, n_cand, alpha)
+    exact = max(n_base, n_cand) <= EXACT_RUNS_MAX
     found = []
     for up in (True, False):
         cap = (1.0 - rate) if up else rate
 
         def at(d: float, up: bool = up) -> float:
             q = _toward(rate, d, up)
-            return 0.0 if q is None else fisher_power(rate, min(1.0, max(0.0, q)), n_base, n_cand, alpha=alpha)
+            if q is None:
+                return 0.0
+            q = min(1.0, max(0.0, q))
+            if exact:
+                return fisher_power(rate, q, n_base, n_cand, alpha=alpha)
+            return aggregate_power([rate], [q], [n_base], [n_cand], alpha=alpha)  # one stratum: normal, corrected
 
         found.append(_solve(at, cap, power))
     finite = [d for d in found if math.isfinite(d)]
