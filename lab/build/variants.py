@@ -223,7 +223,7 @@ def _compare(prepared: list[tuple[str, Any]], root: Path, as_json: bool) -> Any:
     base = json.loads((root / prepared[0][0] / "report.json").read_text(encoding="utf-8"))
     cand = json.loads((root / prepared[1][0] / "report.json").read_text(encoding="utf-8"))
     doc = compare_reports(base, cand)
-    write_comparison(root, doc)
+    write_comparison(root, doc, reports=(root / prepared[0][0], root / prepared[1][0]))
     OUTCOME.update(code=0, report_dir=str(root))
     if as_json:
         for line in variant_json_lines([(label, root / label) for label, _ in prepared], root):

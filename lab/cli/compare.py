@@ -43,7 +43,8 @@ def _compare(args: list[str]) -> int:
     if as_json:
         print(dumps_json(doc), end="")
     if options.get("out"):
-        _, md_path = write_comparison(Path(options["out"]).absolute(), doc)
+        _, md_path = write_comparison(Path(options["out"]).absolute(), doc,
+                                      reports=(base.report_dir, cand.report_dir))
         if not as_json:
             print(f"comparison: {md_path} (verdict: {doc['aggregate']['verdict']}); "
                   f"picture: {md_path.with_suffix('.html')}")

@@ -79,7 +79,8 @@ def aggregate_block(tasks: list[dict[str, Any]], tolerance: float, *, same_mode:
     test = decision.test
     power = detectable(strata, alpha=alpha)
     block.update(base=base_rate, cand=cand_rate, delta=test.delta, interval95=list(test.interval),
-                 pValue=test.p_value, test=f"stratified permutation ({test.method})",
+                 pValue=test.p_value, test=("stratified permutation test, exact" if test.method == "exact"
+                                             else "stratified permutation test, Monte Carlo"),
                  power={"power": POWER, "alpha": alpha, "aggregate": power["aggregate"],
                         "perTaskMedian": power["perTaskMedian"], "perTaskAlpha": power["perTaskAlpha"]},
                  taskSample=_task_sample(strata))

@@ -310,9 +310,10 @@ def _warnings(hb: dict[str, Any], hc: dict[str, Any], tasks: list[dict[str, Any]
     return warnings
 
 
-def write_comparison(out_dir: Path, doc: dict[str, Any]) -> tuple[Path, Path]:
+def write_comparison(out_dir: Path, doc: dict[str, Any], *,
+                     reports: tuple[Path, Path] | None = None) -> tuple[Path, Path]:
     """Write ``comparison.json``, ``comparison.md`` and ``comparison.html`` of ``doc`` into ``out_dir``
-    (each atomically).
+    (each atomically); ``reports`` (base and cand report directories) are linked from the HTML page.
 
     Returns:
         (json path, markdown path); the HTML page sits beside them.
@@ -327,7 +328,8 @@ def write_comparison(out_dir: Path, doc: dict[str, Any]) -> tuple[Path, Path]:
     write_atomic(md_path, render_comparison_markdown(doc).encode("utf-8"))
     from lab.compare.html import render_comparison_html
 
-    write_atomic(out_dir / "comparison.html", render_comparison_html(doc).encode("utf-8"))
+    html = render_comparison_html(doc, out_dir=out_dir, reports=reports)
+    write_atomic(out_dir / "comparison.html", html.encode("utf-8"))
     return json_path, md_path
 
 
