@@ -235,7 +235,8 @@ def aggregate_runs(rates: Sequence[float], delta: float, *, alpha: float = 0.05,
     """Runs per task and side (the same k everywhere) for the aggregate test to detect a shift of ``delta``.
 
     Every task's rate moves by ``delta`` (clipped to [0, 1]); a negative delta
-    is a fall. Capped at :data:`RUNS_CAP`.
+    is a fall; when no task can move that way (all at the bound) the
+    opposite direction is used. Capped at :data:`RUNS_CAP`.
 
     Raises:
         ValueError: no rates, a rate outside [0, 1], or delta 0.
@@ -244,8 +245,10 @@ def aggregate_runs(rates: Sequence[float], delta: float, *, alpha: float = 0.05,
         raise ValueError("aggregate_runs: need at least one rate and a non-zero delta")
     for r in rates:
         _check_rate(r)
-    cand = _shifted(rates, abs(delta), delta > 0)
     t = len(rates)
+    cand = _shifted(rates, abs(delta), delta > 0)
+    if all(c == r for r, c in zip(rates, cand, strict=True)):  # every task at the bound: only the other way
+        cand = _shifted(rates, abs(delta), delta < 0)
     shift = abs(sum(c - r for r, c in zip(rates, cand, strict=True))) / t
     # With k runs on both sides: σ0 = a0/√k, σ1 = a1/√k, h = c/k; power ≥ target when
     # c·u² + (z_α·a0 + z_β·a1)·u − shift ≤ 0 with u = 1/√k (the far tail neglected).
