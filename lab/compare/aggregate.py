@@ -1,6 +1,6 @@
 """The tested parts of a live comparison document (SPEC K6–K8): per-task tests and the aggregate block.
 
-:func:`test_tasks` fills each task entry of :mod:`lab.compare.verdicts`
+:func:`assess_tasks` fills each task entry of :mod:`lab.compare.verdicts`
 with its difference, interval, raw and Holm-adjusted p-values, the Wilson
 screen and the detectable change, and sets its verdict; :func:`aggregate_block`
 builds ``comparison.json``'s ``aggregate``. The decisions themselves are
@@ -28,7 +28,20 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def test_tasks(tasks: list[dict[str, Any]], alpha: float) -> None:
+def disjoint(a: tuple[float, float] | list[float], b: tuple[float, float] | list[float]) -> bool:
+    """Whether closed intervals ``a`` and ``b`` share no point (touching is not disjoint)."""
+    return a[1] < b[0] or b[1] < a[0]
+
+
+def screen(entry: dict[str, Any]) -> str:
+    """The conservative Wilson screen (SPEC K1): improved/regressed when the 95 % intervals are disjoint."""
+    bi, ci = entry["base"]["wilson95"], entry["cand"]["wilson95"]
+    if disjoint(bi, ci):
+        return "improved" if ci[0] > bi[1] else "regressed"
+    return "overlap"
+
+
+def assess_tasks(tasks: list[dict[str, Any]], alpha: float) -> None:
     """Test every task entry whose gate verdict is *inconclusive* or *low power*; Holm across them.
 
     Sets ``difference`` {estimate, newcombe95, pValue, pAdjusted}, ``screen``,
@@ -38,8 +51,6 @@ def test_tasks(tasks: list[dict[str, Any]], alpha: float) -> None:
     tested = [t for t in tasks if t["verdict"] in ("inconclusive", "low_power")]
     if not tested:
         return
-    from lab.compare.verdicts import screen
-
     results = task_tests([_stratum(t) for t in tested], alpha=alpha)
     level = alpha / len(tested)
     for entry, r in zip(tested, results, strict=True):

@@ -87,7 +87,7 @@ def _x(points: float) -> float:
 
 def forest(doc: dict[str, Any]) -> dict[str, Any] | None:
     """Geometry of the forest plot: rows of tested tasks, the aggregate diamond, axis ticks, tolerance band."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for t in doc["tasks"]:
         diff = t.get("difference")
         if diff is None:

@@ -42,6 +42,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from lab.compare.aggregate import aggregate_block, assess_tasks, disjoint, screen
 from lab.compare.deltas import DELTA_FIGURES, deltas
 from lab.compare.markdown import CONDITION_KEYS, render_comparison_markdown
 from lab.errors import LabError, RecordVersionError
@@ -90,11 +91,6 @@ class IncompatibleReports(LabError):
     """The two reports measure different suites or suite versions (CLI exit 3)."""
 
 
-def disjoint(a: tuple[float, float] | list[float], b: tuple[float, float] | list[float]) -> bool:
-    """Whether closed intervals ``a`` and ``b`` share no point (touching is not disjoint)."""
-    return a[1] < b[0] or b[1] < a[0]
-
-
 def compare_reports(base: dict[str, Any], cand: dict[str, Any], *,
                     tolerance: float = DEFAULT_TOLERANCE) -> dict[str, Any]:
     """The comparison document of two report documents (``report.json``).
@@ -127,9 +123,7 @@ def compare_reports(base: dict[str, Any], cand: dict[str, Any], *,
     if replay:
         aggregate = _replay_aggregate(tasks, tolerance)
     else:
-        from lab.compare.aggregate import aggregate_block, test_tasks
-
-        test_tasks(tasks, ALPHA)
+        assess_tasks(tasks, ALPHA)
         aggregate = aggregate_block(tasks, tolerance, same_mode=same_mode, alpha=ALPHA)
     return {
         "schemaVersion": COMPARISON_SCHEMA_VERSION,
@@ -231,14 +225,6 @@ def _gate(entry: dict[str, Any], *, same_mode: bool, modes: tuple[Any, Any]) -> 
     return "inconclusive", "not tested"
 
 
-def screen(entry: dict[str, Any]) -> str:
-    """The conservative Wilson screen (SPEC K1): improved/regressed when the 95 % intervals are disjoint."""
-    bi, ci = entry["base"]["wilson95"], entry["cand"]["wilson95"]
-    if disjoint(bi, ci):
-        return "improved" if ci[0] > bi[1] else "regressed"
-    return "overlap"
-
-
 def _pattern(doc: dict[str, Any], task_id: str) -> dict[int, tuple[str, tuple[tuple[str, str], ...]]]:
     """repetition -> (run status, sorted verifier statuses) for one task."""
     return {int(r["repetition"]): (r["status"], tuple(sorted((r.get("verifiers") or {}).items())))
@@ -335,4 +321,4 @@ def write_comparison(out_dir: Path, doc: dict[str, Any], *,
 
 __all__ = ["COMPARISON_SCHEMA_VERSION", "DELTA_FIGURES", "DEFAULT_TOLERANCE", "IncompatibleReports", "LIMITS",
            "REPLAY_LIMITS",
-           "compare_reports", "disjoint", "render_comparison_markdown", "write_comparison"]
+           "compare_reports", "disjoint", "render_comparison_markdown", "screen", "write_comparison"]
