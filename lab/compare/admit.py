@@ -13,8 +13,8 @@ A change may become a default only when all four clauses pass:
    truly broken task, which after Holm it cannot at k = 5 with 7 tasks or
    more (the smallest Fisher p of 5/5 against 0/5 is 0.0079). Measured by
    ``benchmarks/compare_error_rates.py`` (docs/compare.md): false alarms
-   under A/A 2–22 % (more tasks, more alarms), one broken task caught in
-   ≥ 97 % of pairs at k = 5 and in every pair from k = 10;
+   under A/A 1.7–19.3 % (more tasks and runs, more alarms), one broken task
+   caught in ≥ 97 % of pairs at k = 5 and in every pair from k = 10;
 3. ``tokens`` — the whole spend per success rose by at most
    ``max_token_increase`` (default 0.2 = 20 %), judged on the estimate; its
    95 % interval is printed beside it. The figure is total tokens per
