@@ -1,4 +1,4 @@
-"""`lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]`: compare two reports (SPEC K1–K5).
+"""`lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]`: compare two reports (SPEC K1, K3, K5–K8).
 
 BASE and CAND are each a ``report.json``, the directory holding one, or a run
 id (``<suite>.v<version>.<cfg12>.<endpoint>.k<k>.s<seed>``, looked up in the run store). Without

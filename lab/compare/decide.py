@@ -160,5 +160,5 @@ def detectable(strata: Sequence[Stratum], *, alpha: float = ALPHA) -> dict[str, 
                       for r, s in zip(rates, strata, strict=True))
     mid = per_task[len(per_task) // 2] if len(per_task) % 2 else (per_task[len(per_task) // 2 - 1]
                                                                    + per_task[len(per_task) // 2]) / 2
-    return {"aggregate": agg if math.isfinite(agg) else None,
-            "perTaskMedian": mid if math.isfinite(mid) else None, "perTaskAlpha": level}
+    return {"aggregate": round(agg, 4) if math.isfinite(agg) else None,
+            "perTaskMedian": round(mid, 4) if math.isfinite(mid) else None, "perTaskAlpha": level}

@@ -146,8 +146,9 @@ def detectable_block(rates: list[tuple[float, int]], alpha: float = 0.05, power:
                                alpha=alpha, power=power)
     level = alpha / len(rates)
     per_task = statistics.median(task_detectable(r, n, n, alpha=level, power=power) for r, n in rates)
-    block.update(aggregate=agg if math.isfinite(agg) else None,
-                 perTaskMedian=per_task if math.isfinite(per_task) else None, perTaskAlpha=level)
+    # rounded to 1e-4 (a hundredth of a point): the bisection's last digits are noise
+    block.update(aggregate=round(agg, 4) if math.isfinite(agg) else None,
+                 perTaskMedian=round(per_task, 4) if math.isfinite(per_task) else None, perTaskAlpha=level)
     return block
 
 
