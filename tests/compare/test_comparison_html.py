@@ -106,6 +106,10 @@ def test_chromium_draws_the_forest_plot(comparison: tuple[dict[str, Any], Path],
     shot = tmp_path / "forest.png"
     browse(f"--screenshot={shot}", "--window-size=1100,1000", url, home=tmp_path)
     assert shot.is_file() and shot.stat().st_size > 10_000
+    if os.environ.get("LAB_TEST_ARTIFACTS"):  # CI keeps the picture for a reviewer
+        artifacts = Path(os.environ["LAB_TEST_ARTIFACTS"])
+        artifacts.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, artifacts / "comparison-forest.png")
     page = Page()
     page.feed(browse("--dump-dom", url, home=tmp_path).stdout)
     forest = page.having("forest")
