@@ -20,9 +20,9 @@ A change may become a default only when all four clauses pass:
    95 % interval is printed beside it. The figure is total tokens per
    success (main loop plus compaction calls, shown separately), which is
    comparable across compaction settings, so a compaction A/B can be
-   admitted; reports without it fall back to main-loop tokens per success,
-   not comparable across compaction settings. Unmeasured or not comparable:
-   the clause fails;
+   admitted. When a report lacks it (an older report) the clause judges
+   main-loop tokens per success, not comparable across compaction settings.
+   Unmeasured or not comparable: the clause fails;
 4. ``repeated`` — a repeated pair (fresh samples: the same two
    configurations at other seeds) clears the same three clauses. Without a
    repeated pair this clause is *not checked*, and the verdict cannot be
@@ -130,7 +130,8 @@ def _reliability_clause(comparison: dict[str, Any]) -> Clause:
 def _token_clause(comparison: dict[str, Any], max_token_increase: float) -> Clause:
     text = f"tokens per success (main loop + compaction) rose by at most {100 * max_token_increase:g}%"
     deltas = comparison["deltas"]
-    name = "totalTokensPerSuccess" if "totalTokensPerSuccess" in deltas else "tokensPerSuccess"
+    total = deltas.get("totalTokensPerSuccess") or {}
+    name = "totalTokensPerSuccess" if "base" in total and "cand" in total else "tokensPerSuccess"
     figure = deltas.get(name)
     label = "total tokens per success" if name == "totalTokensPerSuccess" else "tokens per success (main loop only)"
     if figure is None:
