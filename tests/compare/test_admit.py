@@ -159,3 +159,10 @@ def test_cli_incompatible_pair_exits_3_and_bad_usage_exits_1(tmp_path: Path) -> 
     assert run_cmd(["lab", "admit", str(base), str(other)], tmp_path).returncode == 3
     usage = run_cmd(["lab", "admit", str(base)], tmp_path)
     assert usage.returncode == 1 and "expected two or four reports" in usage.stderr
+
+
+def test_a_report_without_the_total_falls_back_to_main_loop_tokens() -> None:
+    base, cand = pair()
+    del base["measured"]["totalTokensPerSuccess"]  # as a report written before the total existed
+    tokens = admit(base, cand).clauses[2]
+    assert tokens.status == "pass" and tokens.detail.startswith("tokens per success (main loop only) 2000.0 -> 1200.0")
