@@ -92,7 +92,7 @@ def _compare_action(base: Path, cand: Path, out_dir: Path, tolerance: float) -> 
 
     try:
         doc = compare_reports(read_report(base), read_report(cand), tolerance=tolerance)
-        _, md_path = write_comparison(out_dir, doc)
+        _, md_path = write_comparison(out_dir, doc, reports=(base.parent, cand.parent))
     except (LabError, OSError) as exc:
         print(f"doit compare: {exc}", file=sys.stderr)
         return TaskFailed(str(exc), report=False)

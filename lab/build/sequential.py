@@ -167,7 +167,7 @@ def round_action(prepared: list[tuple[str, Any]], root: Path, as_json: bool) -> 
     block = sequential_block(run.looks, base, cand, k=run.k, round_size=run.round_size,
                              rounds=len(run.fractions), alpha=ALPHA, tolerance=run.tolerance)
     doc = apply_sequential(compare_reports(base, cand, tolerance=run.tolerance), block)
-    _, md_path = write_comparison(root, doc)
+    _, md_path = write_comparison(root, doc, reports=(root / prepared[0][0], root / prepared[1][0]))
     text = render_comparison_markdown(doc).rstrip("\n") + "\n\n" + sequential_markdown(doc["sequential"])
     write_atomic(md_path, text.encode("utf-8"))
     run.decided = True

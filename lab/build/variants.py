@@ -243,7 +243,7 @@ def _compare(prepared: list[tuple[str, Any]], root: Path, as_json: bool) -> Any:
             return None
     else:
         doc = compare_reports(base, cand)
-        write_comparison(root, doc)
+        write_comparison(root, doc, reports=(root / prepared[0][0], root / prepared[1][0]))
     OUTCOME.update(code=0, report_dir=str(root))
     if as_json:
         for line in variant_json_lines([(label, root / label) for label, _ in prepared], root):

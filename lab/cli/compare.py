@@ -1,4 +1,4 @@
-"""`lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]`: compare two reports (SPEC K1–K5).
+"""`lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]`: compare two reports (SPEC K1, K3, K5–K8).
 
 BASE and CAND are each a ``report.json``, the directory holding one, or a run
 id (``<suite>.v<version>.<cfg12>.<endpoint>.k<k>.s<seed>``, looked up in the run store). Without
@@ -43,7 +43,8 @@ def _compare(args: list[str]) -> int:
     if as_json:
         print(dumps_json(doc), end="")
     if options.get("out"):
-        _, md_path = write_comparison(Path(options["out"]).absolute(), doc)
+        _, md_path = write_comparison(Path(options["out"]).absolute(), doc,
+                                      reports=(base.report_dir, cand.report_dir))
         if not as_json:
             print(f"comparison: {md_path} (verdict: {doc['aggregate']['verdict']}); "
                   f"picture: {md_path.with_suffix('.html')}")

@@ -1,7 +1,10 @@
-"""Comparing reports (SPEC K1–K5): per-task verdicts, the paired aggregate verdict,
-deltas, the admission rule, and gates over reports.
+"""Comparing reports (SPEC K1–K8): per-task verdicts, the aggregate verdict,
+power, deltas, the admission rule, and gates over reports.
 
-``verdicts`` (compare_reports, comparison.json), ``deltas`` (tokens, time,
+``verdicts`` (compare_reports, comparison.json), ``inference`` (Newcombe,
+Fisher, Holm, the stratified permutation test), ``power`` (power and sample
+size), ``decide`` (verdicts from counts), ``aggregate`` (the tested parts of
+comparison.json), ``deltas`` (tokens, time,
 cost, cached-input deltas), ``markdown`` (comparison.md), ``html``
 (comparison.html), ``admit`` (may a
 change become a default?), ``gate`` (the CI verdict over one report, and over

@@ -2,14 +2,27 @@
 
 A change may become a default only when all four clauses pass:
 
-1. ``improved`` — the paired run's aggregate verdict is *improved* (not
-   mixed, not unchanged, not inconclusive: with fewer than 5 judged runs of
-   a task on a side the compare claims no direction; see
-   :mod:`lab.compare.verdicts`);
-2. ``no-lost-reliability`` — no task lost reliability in the paired run;
-3. ``tokens`` — tokens per success rose by at most ``max_token_increase``
-   (default 0.2 = 20 %) relative to the base; the figure must be measured
-   and comparable on both sides, otherwise the clause fails;
+1. ``improved`` — the paired run's aggregate verdict is *improved*: the
+   stratified test rejects at α = 0.05, the rise clears the tolerance and no
+   task lost reliability (not mixed, not unchanged, not inconclusive; see
+   :mod:`lab.compare.decide`);
+2. ``no-lost-reliability`` — a safety gate, deliberately stricter than the
+   *mixed* verdict: it fails when **any** paired task's own Fisher exact test,
+   *unadjusted* for the number of tasks, shows a fall at α = 0.05. Holm's
+   correction protects claims; a gate that fails closed must instead catch a
+   truly broken task, which after Holm it cannot at k = 5 with 7 tasks or
+   more (the smallest Fisher p of 5/5 against 0/5 is 0.0079). Measured by
+   ``benchmarks/compare_error_rates.py`` (docs/compare.md): false alarms
+   under A/A 1.7–19.3 % (more tasks and runs, more alarms), one broken task
+   caught in ≥ 97 % of pairs at k = 5 and in every pair from k = 10;
+3. ``tokens`` — the whole spend per success rose by at most
+   ``max_token_increase`` (default 0.2 = 20 %), judged on the estimate; its
+   95 % interval is printed beside it. The figure is total tokens per
+   success (main loop plus compaction calls, shown separately), which is
+   comparable across compaction settings, so a compaction A/B can be
+   admitted. When a report lacks it (an older report) the clause judges
+   main-loop tokens per success, not comparable across compaction settings.
+   Unmeasured or not comparable: the clause fails;
 4. ``repeated`` — a repeated pair (fresh samples: the same two
    configurations at other seeds) clears the same three clauses. Without a
    repeated pair this clause is *not checked*, and the verdict cannot be
@@ -25,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from lab.compare.verdicts import DEFAULT_TOLERANCE, compare_reports
+from lab.compare.verdicts import ALPHA, DEFAULT_TOLERANCE, compare_reports
 
 ADMISSION_SCHEMA_VERSION = 1
 DEFAULT_MAX_TOKEN_INCREASE = 0.2
@@ -93,27 +106,60 @@ def _three_clauses(comparison: dict[str, Any], max_token_increase: float) -> lis
     improved = Clause("improved", "the paired run is improved (not mixed, not unchanged, not inconclusive)",
                       "pass" if aggregate["verdict"] == "improved" else "fail",
                       f"aggregate verdict {aggregate['verdict']}: {aggregate['reason']}")
-    lost = aggregate["lostReliability"]
-    reliability = Clause("no-lost-reliability", "no task lost reliability", "fail" if lost else "pass",
-                         f"lost reliability: {', '.join(lost)}" if lost else "no task lost reliability")
-    return [improved, reliability, _token_clause(comparison, max_token_increase)]
+    return [improved, _reliability_clause(comparison), _token_clause(comparison, max_token_increase)]
+
+
+def _reliability_clause(comparison: dict[str, Any]) -> Clause:
+    """The gate: no paired task's unadjusted Fisher test shows a fall at α (module docstring)."""
+    from lab.compare.inference import fisher_p
+
+    text = f"no task lost reliability (no task's own exact test shows a fall at α={ALPHA:g}, uncorrected)"
+    fell = []
+    for t in comparison["tasks"]:
+        if not t["paired"] or t["successRateDelta"] >= 0:
+            continue
+        b, c = t["base"], t["cand"]
+        p = fisher_p(b["passes"], b["judged"], c["passes"], c["judged"])
+        if p <= ALPHA:
+            fell.append(f"{t['taskId']} ({b['passes']}/{b['judged']} -> {c['passes']}/{c['judged']}, p={p:.3g})")
+    if fell:
+        return Clause("no-lost-reliability", text, "fail", f"fell: {'; '.join(fell)}")
+    return Clause("no-lost-reliability", text, "pass", "no task's rate fell significantly")
 
 
 def _token_clause(comparison: dict[str, Any], max_token_increase: float) -> Clause:
-    text = f"tokens per success rose by at most {100 * max_token_increase:g}%"
-    figure = comparison["deltas"].get("tokensPerSuccess")
+    text = f"tokens per success (main loop + compaction) rose by at most {100 * max_token_increase:g}%"
+    deltas = comparison["deltas"]
+    total = deltas.get("totalTokensPerSuccess") or {}
+    name = "totalTokensPerSuccess" if "base" in total and "cand" in total else "tokensPerSuccess"
+    figure = deltas.get(name)
+    label = "total tokens per success" if name == "totalTokensPerSuccess" else "tokens per success (main loop only)"
     if figure is None:
         return Clause("tokens", text, "fail", "tokens per success not measured in either report")
     if not figure["comparable"]:
-        return Clause("tokens", text, "fail", f"tokens per success not comparable: {figure['reason']}")
+        return Clause("tokens", text, "fail", f"{label} not comparable: {figure['reason']}")
+    extra = _compaction_detail(deltas) if name == "totalTokensPerSuccess" else ""
     relative = figure.get("relative")
     if relative is None:  # base spent 0 tokens per success: any rise is unbounded
         ok = figure["cand"] <= 0
         return Clause("tokens", text, "pass" if ok else "fail",
-                      f"tokens per success {figure['base']:g} -> {figure['cand']:g}")
+                      f"{label} {figure['base']:g} -> {figure['cand']:g}{extra}")
     ok = relative <= max_token_increase + 1e-12
+    bounds = figure.get("relative95")
+    shown = "" if bounds is None else f", 95% CI [{100 * bounds[0]:+.1f}%, {100 * bounds[1]:+.1f}%]"
     return Clause("tokens", text, "pass" if ok else "fail",
-                  f"tokens per success {figure['base']:.1f} -> {figure['cand']:.1f} ({100 * relative:+.1f}%)")
+                  f"{label} {figure['base']:.1f} -> {figure['cand']:.1f} ({100 * relative:+.1f}%{shown}; "
+                  f"judged on the estimate){extra}")
+
+
+def _compaction_detail(deltas: dict[str, Any]) -> str:
+    """The compaction calls' share, shown apart: total minus main-loop tokens per success, per side."""
+    total, main = deltas.get("totalTokensPerSuccess") or {}, deltas.get("tokensPerSuccess") or {}
+    sides = []
+    for side in ("base", "cand"):
+        if side in total and side in main:
+            sides.append(f"{side} {total[side] - main[side]:.1f}")
+    return f"; compaction calls per success: {', '.join(sides)}" if sides else ""
 
 
 def _repeated_clause(base: dict[str, Any], cand: dict[str, Any],

@@ -4,14 +4,24 @@ Figures, each read from the report and absent when the report lacks it:
 
 - ``tokensPerSuccess`` (tokens): ``measured.tokensPerSuccess`` — all judged
   spend (main loop, input + output) divided by the successes;
+- ``totalTokensPerSuccess`` (tokens): ``measured.totalTokensPerSuccess`` —
+  the same with the compaction calls' tokens added: the whole spend, so it
+  *is* comparable across compaction settings (a compaction A/B is judged on it);
 - ``wallMsPerSuccess`` (ms): ``measured.wallMsPerSuccess``;
 - ``cachedInputRatio`` (ratio): ``summary.cachedInput.ratio`` (also read from
   ``measured.cachedInput`` or a top-level ``cachedInput`` block);
 - ``costUsdPerSuccess`` (USD, estimated): ``estimated.costUsdPerSuccess``, or
   ``estimated.costUsd`` / ``summary.passes``.
 
+The two token figures carry ``relative95``: a 95 % interval of the relative
+change cand/base − 1, from the runs' tokens (``runs[]``) by the delta method
+for a ratio of means on each side (tokens per success = mean tokens per run /
+mean successes per run; W. G. Cochran (1977), *Sampling Techniques*, §6.3),
+the two sides independent, on the log scale. Absent when a side has no
+success or a run without known tokens.
+
 Not comparable: different modes (every figure); different or unknown
-compaction settings (token-based figures: tokens, cached input, cost; the
+compaction settings (main-loop token figures: tokens, cached input, cost; the
 header ``compaction`` block, equal when absent from both); different rates
 (cost); runs made with a different ``jobs``, under different sandbox backends, or on different machines (the
 header ``execution`` block, equal when absent from both), for wall time.
@@ -19,10 +29,12 @@ header ``execution`` block, equal when absent from both), for wall time.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 DELTA_FIGURES = (  # name, unit, token-based (not comparable across compaction settings)
     ("tokensPerSuccess", "tokens", True),
+    ("totalTokensPerSuccess", "tokens", False),
     ("wallMsPerSuccess", "ms", False),
     ("cachedInputRatio", "ratio", True),
     ("costUsdPerSuccess", "USD", True),
@@ -37,7 +49,7 @@ def _figures(doc: dict[str, Any]) -> dict[str, float]:
     """The K3 figures a report carries; a figure it does not carry is absent (never 0)."""
     measured = doc.get("measured") or {}
     out: dict[str, float] = {}
-    for key in ("tokensPerSuccess", "wallMsPerSuccess"):
+    for key in ("tokensPerSuccess", "totalTokensPerSuccess", "wallMsPerSuccess"):
         value = _number(measured.get(key))
         if value is not None:
             out[key] = value
@@ -125,5 +137,51 @@ def deltas(base: dict[str, Any], cand: dict[str, Any], *, same_mode: bool) -> di
             entry["delta"] = fc[name] - fb[name]
             if fb[name] != 0:
                 entry["relative"] = (fc[name] - fb[name]) / fb[name]
+            if name in RUN_TOKENS:
+                bounds = relative_interval(base.get("runs") or [], cand.get("runs") or [], RUN_TOKENS[name])
+                if bounds is not None:
+                    entry["relative95"] = list(bounds)
+        if name == "totalTokensPerSuccess":
+            entry["includes"] = "main loop and compaction calls"
         out[name] = entry
     return out
+
+
+RUN_TOKENS = {"tokensPerSuccess": ("inputTokens", "outputTokens"),
+              "totalTokensPerSuccess": ("inputTokens", "outputTokens", "compactionTokens")}
+"""The run-line keys summed into one run's tokens, per figure."""
+JUDGED = ("pass", "fail", "budget_exceeded")
+
+
+def _log_ratio(runs: list[dict[str, Any]], keys: tuple[str, ...]) -> tuple[float, float] | None:
+    """log(tokens per success) of one side and its delta-method variance; None when undefined."""
+    tokens, wins = [], []
+    for run in runs:
+        if run.get("status") not in JUDGED:
+            continue
+        if any(run.get(key) is None for key in keys):
+            return None
+        tokens.append(float(sum(run[key] for key in keys)))
+        wins.append(1.0 if run["status"] == "pass" else 0.0)
+    n = len(tokens)
+    if n < 2 or not sum(wins) or not sum(tokens):
+        return None
+    mt, mw = sum(tokens) / n, sum(wins) / n
+    st = sum((t - mt) ** 2 for t in tokens) / (n - 1)
+    sw = sum((w - mw) ** 2 for w in wins) / (n - 1)
+    stw = sum((t - mt) * (w - mw) for t, w in zip(tokens, wins, strict=True)) / (n - 1)
+    var = (st / mt ** 2 + sw / mw ** 2 - 2 * stw / (mt * mw)) / n
+    return math.log(mt / mw), max(var, 0.0)
+
+
+def relative_interval(base_runs: list[dict[str, Any]], cand_runs: list[dict[str, Any]],
+                      keys: tuple[str, ...], z: float = 1.959963984540054) -> tuple[float, float] | None:
+    """95 % interval of (cand tokens per success) / (base tokens per success) − 1, or None.
+
+    Delta method on log(mean tokens / mean successes) per side (Cochran 1977, §6.3), sides independent.
+    """
+    b, c = _log_ratio(base_runs, keys), _log_ratio(cand_runs, keys)
+    if b is None or c is None:
+        return None
+    centre, half = c[0] - b[0], z * math.sqrt(b[1] + c[1])
+    return math.exp(centre - half) - 1, math.exp(centre + half) - 1

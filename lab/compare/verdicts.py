@@ -1,51 +1,40 @@
-"""Compare two reports of the same suite version (SPEC K1–K3, K5).
+"""Compare two reports of the same suite version (SPEC K1, K3, K5–K7).
 
 Per task (live, or any pair of equal non-replay modes), checked in order:
 
 - *not comparable*: the task is absent from one report, the modes differ,
   or a side has errored runs (infrastructure failures).
 - *low power*: fewer than 5 judged runs on a side (SPEC M3).
-- *improved* / *regressed*: the two 95 % Wilson intervals are disjoint
-  (``cand.low > base.high`` / ``cand.high < base.low``).
-- *inconclusive*: the intervals overlap; touching intervals (a bound equal
-  to the other's) count as overlap.
+- *improved* / *regressed*: Fisher's exact test of the two rates, its
+  p-value Holm-adjusted across the tested tasks of the comparison, is at
+  most α = 0.05 (:mod:`lab.compare.decide`).
+- *inconclusive*: otherwise.
+
+Every tested task also carries the difference cand − base with Newcombe's
+95 % interval, the raw and adjusted p-values, the conservative Wilson screen
+of the original rule (``screen``: *improved* / *regressed* when the two 95 %
+Wilson intervals are disjoint, else *overlap*; touching counts as overlap),
+whether its raw pass^k at the common k dipped (shown, never a verdict), and
+the smallest change it could detect (SPEC K8).
+
+A task **lost reliability** exactly when its verdict is *regressed*: a
+significant loss after the correction across tasks.
+
+The aggregate (K6) is over *paired* tasks (judged runs on both sides): the
+task-weighted mean difference with its 95 % interval and the stratified
+permutation p-value; verdicts *improved*, *mixed*, *regressed*,
+*unchanged*, *inconclusive* (:mod:`lab.compare.decide`), *inconclusive* too
+when some paired task has fewer than 5 judged runs on a side (checked
+first), *not comparable* when the modes differ or no task is paired.
 
 In replay (both reports ``mode: replay``) a task is *changed* when the runs'
 statuses or verifier statuses differ (repetition by repetition), else
-*unchanged*; a replay comparison carries no Wilson interval and claims no
+*unchanged*; a replay comparison carries no interval and claims no
 direction: no task loses reliability, and the aggregate is *changed* (some
 task changed or is absent from a side) or *unchanged*.
 
-A paired task has judged runs on both sides. It **lost reliability** when
-any of these holds:
-
-1. its verdict is *regressed*;
-2. its pass^k at the common k fell, where common k = min(base k, cand k,
-   base judged, cand judged) — it passes every one of k runs less often;
-3. its success rate fell by more than the tolerance.
-
-The **aggregate success rate** is the mean over paired tasks of their
-success rates (each task weighs the same on both sides, so a different k
-or excluded errored runs do not shift the weights). With
-``delta = cand − base`` and the tolerance band ``±tolerance`` (absolute,
-as a fraction: 0.05 = 5 percentage points; "more than" is strict):
-
-- *improved*: delta > tolerance and no task lost reliability;
-- *mixed*: delta > tolerance but some task lost reliability — never
-  reported as an improvement;
-- *regressed*: delta < −tolerance, or some task's verdict is *regressed*
-  while the aggregate did not rise beyond the band;
-- *unchanged*: otherwise (within the band, no task regressed);
-- *inconclusive*: some paired task has fewer than 5 judged runs on a side
-  (SPEC M3): below that threshold the compare makes no claim, whatever the
-  aggregate did (checked before the four above);
-- *not comparable*: the modes differ, or no task is paired.
-
-Deltas (K3): tokens per success, wall time per success, cached-input ratio
-and estimated cost per success, each only when both reports carry it
-(absent stays absent). Token, cached-input and cost deltas are not
-comparable when the compaction settings differ (header ``compaction``,
-equal when absent from both); cost needs identical rates.
+Deltas (K3): tokens and wall time per success, cached-input ratio and
+estimated cost per success (:mod:`lab.compare.deltas`).
 """
 
 from __future__ import annotations
@@ -53,6 +42,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+from lab.compare.aggregate import aggregate_block, assess_tasks, disjoint, screen
 from lab.compare.deltas import DELTA_FIGURES, deltas
 from lab.compare.markdown import CONDITION_KEYS, render_comparison_markdown
 from lab.errors import LabError, RecordVersionError
@@ -62,7 +52,8 @@ from lab.report.stats import pass_hat_k, wilson_interval
 COMPARISON_SCHEMA_VERSION = 1
 REPORT_SCHEMA_VERSION = 1
 DEFAULT_TOLERANCE = 0.05
-EPSILON = 1e-12  # float slack for "more than the tolerance" and "pass^k fell"
+ALPHA = 0.05
+EPSILON = 1e-12  # float slack for "pass^k fell"
 
 TaskVerdict = Literal["improved", "regressed", "inconclusive", "low_power", "not_comparable",
                       "changed", "unchanged"]
@@ -70,12 +61,20 @@ AggregateVerdict = Literal["improved", "regressed", "mixed", "unchanged", "incon
                            "changed"]
 
 LIMITS = (
-    "A conservative screen, not a significance test: disjoint 95% Wilson intervals are stricter "
-    "than a two-sample test, and overlapping intervals do not show that nothing changed.",
-    "Repetitions are assumed independent; runs that share provider state or caches may not be.",
-    "No correction across tasks: with many tasks, a disjoint pair can occur by chance.",
-    "Errored runs (infrastructure failures) are excluded from every rate; a task with errored "
-    "runs is not comparable.",
+    "Inference is about this suite's own tasks: each task is a stratum and the uncertainty is run-to-run "
+    "variation within a task; it does not generalise to other tasks (the task-sample standard error, "
+    "tasks taken as a sample, is shown apart).",
+    "Assumed: runs of a task are independent with one success rate per side; runs that share provider "
+    "state, caches or a rate-limit window may not be, and then every p-value and interval is too optimistic.",
+    "Corrected: per-task p-values are Holm-adjusted across the tested tasks of this comparison (family-wise "
+    "error at most 5 %); the aggregate test is one test and needs no correction.",
+    "The aggregate p-value is exact (the permutation distribution of base/cand labels within each task); its "
+    "interval and the power figures are approximations, measured to hold on a simulated grid "
+    "(docs/compare.md).",
+    "Not claimed: that an inconclusive or unchanged task did not change, nor anything about pass^k dips, "
+    "which are shown, not tested; the Wilson screen column is the older, more conservative rule.",
+    "Excluded: errored runs (infrastructure failures) from every rate; a task with errored runs gets no "
+    "per-task verdict.",
 )
 
 REPLAY_LIMITS = (
@@ -92,11 +91,6 @@ class IncompatibleReports(LabError):
     """The two reports measure different suites or suite versions (CLI exit 3)."""
 
 
-def disjoint(a: tuple[float, float] | list[float], b: tuple[float, float] | list[float]) -> bool:
-    """Whether closed intervals ``a`` and ``b`` share no point (touching is not disjoint)."""
-    return a[1] < b[0] or b[1] < a[0]
-
-
 def compare_reports(base: dict[str, Any], cand: dict[str, Any], *,
                     tolerance: float = DEFAULT_TOLERANCE) -> dict[str, Any]:
     """The comparison document of two report documents (``report.json``).
@@ -104,8 +98,9 @@ def compare_reports(base: dict[str, Any], cand: dict[str, Any], *,
     Args:
         base: the reference report.
         cand: the candidate report.
-        tolerance: half-width of the "unchanged" band of the aggregate
-            success rate, as a fraction in [0, 1) (0.05 = 5 points).
+        tolerance: the smallest change of the aggregate success rate that
+            matters, as a fraction in [0, 1) (0.05 = 5 points): *improved*
+            must exceed it, *unchanged* must show the interval inside ±it.
 
     Returns:
         A JSON-able dict, ``schemaVersion`` first (comparison.schema.json):
@@ -123,10 +118,13 @@ def compare_reports(base: dict[str, Any], cand: dict[str, Any], *,
     hb, hc = base["header"], cand["header"]
     same_mode = hb.get("mode") == hc.get("mode")
     replay = same_mode and hb.get("mode") == "replay"
-    tasks = _task_entries(base, cand, same_mode=same_mode, replay=replay, tolerance=tolerance)
+    tasks = _task_entries(base, cand, same_mode=same_mode, replay=replay)
     mismatch = hb.get("suiteDigest") != hc.get("suiteDigest")
-    aggregate = (_replay_aggregate(tasks, tolerance) if replay
-                 else _aggregate(tasks, tolerance, same_mode=same_mode))
+    if replay:
+        aggregate = _replay_aggregate(tasks, tolerance)
+    else:
+        assess_tasks(tasks, ALPHA)
+        aggregate = aggregate_block(tasks, tolerance, same_mode=same_mode, alpha=ALPHA)
     return {
         "schemaVersion": COMPARISON_SCHEMA_VERSION,
         "base": _conditions(hb), "cand": _conditions(hc),
@@ -157,8 +155,8 @@ def _conditions(header: dict[str, Any]) -> dict[str, Any]:
 
 # --- per task -------------------------------------------------------------------------------
 
-def _task_entries(base: dict[str, Any], cand: dict[str, Any], *, same_mode: bool, replay: bool,
-                  tolerance: float) -> list[dict[str, Any]]:
+def _task_entries(base: dict[str, Any], cand: dict[str, Any], *, same_mode: bool,
+                  replay: bool) -> list[dict[str, Any]]:
     b_tasks = {t["taskId"]: t for t in base["tasks"]}
     c_tasks = {t["taskId"]: t for t in cand["tasks"]}
     k_cap = min(int(base["header"]["k"]), int(cand["header"]["k"]))
@@ -169,10 +167,9 @@ def _task_entries(base: dict[str, Any], cand: dict[str, Any], *, same_mode: bool
         if replay:
             verdict, reason = _replay_verdict(entry, _pattern(base, task_id), _pattern(cand, task_id))
         else:
-            verdict, reason = _verdict(entry, same_mode=same_mode, modes=modes)
+            verdict, reason = _gate(entry, same_mode=same_mode, modes=modes)
         entry["verdict"], entry["reason"] = verdict, reason
-        lost = [] if replay else _lost_reasons(entry, tolerance)
-        entry["lostReliability"], entry["lostReliabilityReasons"] = bool(lost), lost
+        entry["lostReliability"], entry["lostReliabilityReasons"] = False, []
         entries.append(entry)
     return entries
 
@@ -207,10 +204,13 @@ def _paired_sides(task_id: str, b: dict[str, Any] | None, c: dict[str, Any] | No
         for s in (sb, sc):
             s["passHatK"] = pass_hat_k(s["judged"], s["passes"], common_k)
         entry["successRateDelta"] = sc["successRate"] - sb["successRate"]
+        if not replay:
+            entry["passHatKDip"] = sc["passHatK"] < sb["passHatK"] - EPSILON
     return entry
 
 
-def _verdict(entry: dict[str, Any], *, same_mode: bool, modes: tuple[Any, Any]) -> tuple[TaskVerdict, str]:
+def _gate(entry: dict[str, Any], *, same_mode: bool, modes: tuple[Any, Any]) -> tuple[TaskVerdict, str]:
+    """The verdict before any test: not comparable, low power, or (provisionally) inconclusive."""
     b, c = entry.get("base"), entry.get("cand")
     if b is None or c is None:
         return "not_comparable", f"task absent from the {'base' if b is None else 'cand'} report"
@@ -222,15 +222,7 @@ def _verdict(entry: dict[str, Any], *, same_mode: bool, modes: tuple[Any, Any]) 
     if b["judged"] < LOW_POWER_RUNS or c["judged"] < LOW_POWER_RUNS:
         return "low_power", (f"fewer than {LOW_POWER_RUNS} judged runs on a side "
                              f"(base {b['judged']}, cand {c['judged']})")
-    bi, ci = b["wilson95"], c["wilson95"]
-    shown = f"base {_fmt_interval(bi)}, cand {_fmt_interval(ci)}"
-    if disjoint(bi, ci):
-        if ci[0] > bi[1]:
-            return "improved", f"95% Wilson intervals disjoint, cand above ({shown})"
-        return "regressed", f"95% Wilson intervals disjoint, cand below ({shown})"
-    if bi[1] == ci[0] or ci[1] == bi[0]:
-        return "inconclusive", f"95% Wilson intervals touch, which counts as overlap ({shown})"
-    return "inconclusive", f"95% Wilson intervals overlap ({shown})"
+    return "inconclusive", "not tested"
 
 
 def _pattern(doc: dict[str, Any], task_id: str) -> dict[int, tuple[str, tuple[tuple[str, str], ...]]]:
@@ -256,51 +248,11 @@ def _replay_verdict(entry: dict[str, Any], b: dict[int, Any], c: dict[int, Any])
     return "changed", "runs differ"  # unreachable: b != c implies a differing repetition
 
 
-def _lost_reasons(entry: dict[str, Any], tolerance: float) -> list[str]:
-    """Why a paired task lost reliability (the three rules in the module docstring); [] if it did not."""
-    if not entry["paired"]:
-        return []
-    b, c = entry["base"], entry["cand"]
-    reasons = []
-    if entry["verdict"] == "regressed":
-        reasons.append("verdict regressed")
-    if c["passHatK"] < b["passHatK"] - EPSILON:
-        reasons.append(f"pass^k (k={entry['commonK']}) fell from {b['passHatK']:.2f} to {c['passHatK']:.2f}")
-    if entry["successRateDelta"] < -tolerance - EPSILON:
-        reasons.append(f"success rate fell by {-100 * entry['successRateDelta']:.1f} points "
-                       f"(more than the {100 * tolerance:.1f}-point tolerance)")
-    return reasons
-
-
 def _counts(tasks: list[dict[str, Any]]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for t in tasks:
         counts[t["verdict"]] = counts.get(t["verdict"], 0) + 1
     return dict(sorted(counts.items()))
-
-
-# --- aggregate ------------------------------------------------------------------------------
-
-def _aggregate(tasks: list[dict[str, Any]], tolerance: float, *, same_mode: bool) -> dict[str, Any]:
-    paired = [t for t in tasks if t["paired"]]
-    block: dict[str, Any] = {"tolerance": tolerance, "pairedTasks": len(paired),
-                             "excludedTasks": [t["taskId"] for t in tasks if not t["paired"]],
-                             "lostReliability": [t["taskId"] for t in paired if t["lostReliability"]]}
-    if not same_mode or not paired:
-        why = "the modes differ" if not same_mode else "no task has judged runs on both sides"
-        return {**block, "verdict": "not_comparable", "reason": why}
-    base_rate = sum(t["base"]["successRate"] for t in paired) / len(paired)
-    cand_rate = sum(t["cand"]["successRate"] for t in paired) / len(paired)
-    delta = cand_rate - base_rate
-    regressed = [t["taskId"] for t in tasks if t["verdict"] == "regressed"]
-    low = [t["taskId"] for t in paired if min(t["base"]["judged"], t["cand"]["judged"]) < LOW_POWER_RUNS]
-    if low:
-        verdict: AggregateVerdict = "inconclusive"
-        reason = (f"low power: {len(low)} of {len(paired)} paired task(s) have fewer than {LOW_POWER_RUNS} "
-                  f"judged runs on a side ({', '.join(low)}); below that the compare claims no direction")
-    else:
-        verdict, reason = _aggregate_verdict(delta, tolerance, block["lostReliability"], regressed)
-    return {**block, "base": base_rate, "cand": cand_rate, "delta": delta, "verdict": verdict, "reason": reason}
 
 
 def _replay_aggregate(tasks: list[dict[str, Any]], tolerance: float) -> dict[str, Any]:
@@ -314,20 +266,6 @@ def _replay_aggregate(tasks: list[dict[str, Any]], tolerance: float) -> dict[str
                 "reason": f"replay: {len(changed)} of {len(tasks)} task(s) changed: {', '.join(changed)}"}
     return {**block, "verdict": "unchanged",
             "reason": f"replay: all {len(tasks)} task(s) unchanged (same run and verifier statuses)"}
-
-
-def _aggregate_verdict(delta: float, tolerance: float, lost: list[str],
-                       regressed: list[str]) -> tuple[AggregateVerdict, str]:
-    band = f"{100 * delta:+.1f} points, tolerance ±{100 * tolerance:.1f}"
-    if delta > tolerance + EPSILON:
-        if lost:
-            return "mixed", f"aggregate rose ({band}) but {len(lost)} task(s) lost reliability: {', '.join(lost)}"
-        return "improved", f"aggregate rose ({band}) and no task lost reliability"
-    if delta < -tolerance - EPSILON:
-        return "regressed", f"aggregate fell ({band})"
-    if regressed:
-        return "regressed", f"aggregate within the band ({band}) but task(s) regressed: {', '.join(regressed)}"
-    return "unchanged", f"aggregate within the band ({band}) and no task regressed"
 
 
 # --- warnings -------------------------------------------------------------------------------
@@ -358,13 +296,10 @@ def _warnings(hb: dict[str, Any], hc: dict[str, Any], tasks: list[dict[str, Any]
     return warnings
 
 
-def _fmt_interval(interval: list[float] | None) -> str:
-    return "—" if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}]"
-
-
-def write_comparison(out_dir: Path, doc: dict[str, Any]) -> tuple[Path, Path]:
+def write_comparison(out_dir: Path, doc: dict[str, Any], *,
+                     reports: tuple[Path, Path] | None = None) -> tuple[Path, Path]:
     """Write ``comparison.json``, ``comparison.md`` and ``comparison.html`` of ``doc`` into ``out_dir``
-    (each atomically).
+    (each atomically); ``reports`` (base and cand report directories) are linked from the HTML page.
 
     Returns:
         (json path, markdown path); the HTML page sits beside them.
@@ -379,10 +314,11 @@ def write_comparison(out_dir: Path, doc: dict[str, Any]) -> tuple[Path, Path]:
     write_atomic(md_path, render_comparison_markdown(doc).encode("utf-8"))
     from lab.compare.html import render_comparison_html
 
-    write_atomic(out_dir / "comparison.html", render_comparison_html(doc).encode("utf-8"))
+    html = render_comparison_html(doc, out_dir=out_dir, reports=reports)
+    write_atomic(out_dir / "comparison.html", html.encode("utf-8"))
     return json_path, md_path
 
 
 __all__ = ["COMPARISON_SCHEMA_VERSION", "DELTA_FIGURES", "DEFAULT_TOLERANCE", "IncompatibleReports", "LIMITS",
            "REPLAY_LIMITS",
-           "compare_reports", "disjoint", "render_comparison_markdown", "write_comparison"]
+           "compare_reports", "disjoint", "render_comparison_markdown", "screen", "write_comparison"]

@@ -174,12 +174,27 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, Any]]:
             ("budget exceeded", s["budgetExceeded"]), ("errors (excluded)", s["errors"]),
             ("success rate", f"{pct(s['successRate'])} {interval(s['wilson95'])} (95% Wilson)"
              if s["wilson95"] is not None or s["successRate"] is None else pct(s["successRate"])),
-            ("pass@k (tasks)", pct(s["passAtK"])), ("pass^k (tasks)", pct(s["passHatK"])),
+            ("pass@k (tasks)", pct(s["passAtK"])),
+            ("pass^k (tasks)", pct(s["passHatK"]) + (f" {interval(s['passHatKWilson95'])} (95% Wilson over tasks)"
+                                                     if s.get("passHatKWilson95") else "")),
+            *([("detectable change (80% power, α=0.05)", detectable_text(s["detectable"]))]
+              if s.get("detectable") else []),
             ("false positives / negatives", f"{s['falsePositives']} / {s['falseNegatives']}"),
             ("replay divergences", s["divergences"]),
             ("empty responses (runs)", s.get("emptyResponses", 0)),
             ("cached input", ("not reported" if cached["ratio"] is None else f"{pct(cached['ratio'])} of input tokens")
              + f" ({cached['runsReporting']} of {cached['runsJudged']} judged runs reporting)")]
+
+
+def detectable_text(d: dict[str, Any]) -> str:
+    """SPEC K8 in one line: what a comparison with as many runs could detect (shared with the HTML page)."""
+    def points(value: float | None) -> str:
+        return "none detectable" if value is None else f"±{100 * value:.1f} points"
+
+    if not d["tasks"]:
+        return DASH
+    return (f"suite mean {points(d['aggregate'])}; one task {points(d['perTaskMedian'])} "
+            f"(median over {d['tasks']} tasks, Holm α/{d['tasks']})")
 
 
 def notices(doc: dict[str, Any]) -> list[str]:
@@ -210,15 +225,20 @@ def notices(doc: dict[str, Any]) -> list[str]:
 def _task_row(t: dict[str, Any], replay: bool) -> tuple[Any, ...]:
     flags = [f for f, on in (("flaky", t["flaky"]), ("low power", t["lowPower"])) if on]
     row = [t["taskId"], t["judged"], t["passes"], t["fails"], t["budgetExceeded"], t["errors"],
-           pct(t["successRate"]), interval(t["wilson95"]), pct(t["passAtK"]), pct(t["passHatK"]),
+           pct(t["successRate"]), interval(t["wilson95"]), pct(t["passAtK"]), _pass_hat_k(t),
            t["falsePositives"], t["falseNegatives"], pct(t["cachedInputRatio"]), ", ".join(flags)]
     return tuple(row[:7] + row[8:]) if replay else tuple(row)
+
+
+def _pass_hat_k(t: dict[str, Any]) -> str:
+    bounds = t.get("passHatK95")
+    return pct(t["passHatK"]) + ("" if bounds is None else f" [{bounds[0]:.2f}, {bounds[1]:.2f}]")
 
 
 def _task_table(tasks: Iterable[dict[str, Any]], *, replay: bool = False) -> Iterator[str]:
     """The per-task table; a replay has no sampling interval, so no Wilson column."""
     headers = ["task", "judged", "pass", "fail", "budget", "error", "rate", "95% Wilson",
-               "pass@k", "pass^k", "FP", "FN", "cached", "flags"]
+               "pass@k", "pass^k" if replay else "pass^k [95%]", "FP", "FN", "cached", "flags"]
     return _table(Rows(tasks, lambda t: _task_row(t, replay)), headers[:7] + headers[8:] if replay else headers)
 
 

@@ -21,6 +21,12 @@ Measured block (``measured``; absent when no run was judged), over judged runs:
   null with fewer than 2 runs; ``wallMsPerSuccess`` = sum of judged wall
   times / passes, null with no pass.
 - ``turns``, ``toolCalls``, ``compactions``: event counts summed over judged runs.
+- ``compactionTokens``: input + output tokens of the compaction calls
+  (``compactionUsage``; 0 for a run without compaction), and
+  ``totalTokensPerSuccess`` = (main-loop tokens + compaction tokens) /
+  passes — the whole spend per success, comparable across compaction
+  settings; both present only when main usage is complete and every run
+  with compaction calls reported their usage.
 - ``cacheWriteTokens`` (with ``runsReportingCacheWrites``) and
   ``providerCostUsd`` (the provider's own cost figure, with
   ``runsReportingProviderCost``): sums over the judged runs that report
@@ -114,6 +120,15 @@ def cached_tokens_of(record: dict[str, Any]) -> int | None:
     return cached if cached <= int(usage["inputTokens"]) else None
 
 
+def compaction_tokens_of(record: dict[str, Any]) -> int | None:
+    """Input + output tokens of a run's compaction calls: 0 without any, None when calls were made
+    but their usage is unknown."""
+    usage = record.get("compactionUsage")
+    if usage is not None and usage.get("inputTokens") is not None and usage.get("outputTokens") is not None:
+        return int(usage["inputTokens"]) + int(usage["outputTokens"])
+    return 0 if not int(record.get("compactions") or 0) else None
+
+
 class Figures:
     """The measured figures (M4) of one scope (every judged run, or one task's), fed one judged run at a time.
 
@@ -129,6 +144,7 @@ class Figures:
         self.missing = new_list()  # {taskId, repetition} of judged runs without usage
         self.tokens_in = self.tokens_out = self.turns = self.tool_calls = self.compactions = 0
         self.writes = self.writes_runs = 0
+        self.compaction_tokens, self.compaction_unknown = 0, False
         self.costs: list[Any] = []  # provider-reported costs as given: their float sum depends on order
         self.spread = (Distribution(), Distribution()) if spread else None  # tokens, wall ms per run
 
@@ -145,6 +161,11 @@ class Figures:
         self.turns += int(record.get("turns") or 0)
         self.tool_calls += int(record.get("toolCalls") or 0)
         self.compactions += int(record.get("compactions") or 0)
+        spent = compaction_tokens_of(record)
+        if spent is None:
+            self.compaction_unknown = True
+        else:
+            self.compaction_tokens += spent
         usage = usage_of(record)
         if usage is None:
             self.missing.append({"taskId": record["taskId"], "repetition": record["repetition"]})
@@ -174,6 +195,10 @@ class Figures:
             tokens = self.tokens_in + self.tokens_out
             block.update(inputTokens=self.tokens_in, outputTokens=self.tokens_out,
                          tokensPerAttempt=tokens / judged, tokensPerSuccess=tokens / passes if passes else None)
+            if not self.compaction_unknown:
+                total = tokens + self.compaction_tokens
+                block.update(compactionTokens=self.compaction_tokens,
+                             totalTokensPerSuccess=total / passes if passes else None)
         if self.writes_runs:  # shown only when some run reports it; a sum over the reporting runs
             block.update(cacheWriteTokens=int(self.writes), runsReportingCacheWrites=self.writes_runs)
         if self.costs:

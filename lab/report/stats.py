@@ -1,4 +1,4 @@
-"""Estimators for pass rates: Wilson score interval, pass@k and pass^k.
+"""Estimators for pass rates: Wilson score interval, pass@k and pass^k (with its interval).
 
 Imports nothing from the lab but its errors; every estimator cites its source.
 """
@@ -86,6 +86,31 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     if k > n:
         return math.nan
     return math.comb(c, k) / math.comb(n, k)
+
+
+def pass_hat_k_interval(n: int, c: int, k: int, z: float = Z_95) -> tuple[float, float]:
+    """95 % interval of pass^k = p^k: the Wilson interval of p raised to the k-th power.
+
+    Args:
+        n: judged runs of the task; c: runs that passed (0 <= c <= n); k: 1 <= k.
+
+    Returns:
+        (low**k, high**k) with (low, high) = :func:`wilson_interval` (c, n):
+        p ↦ p^k is increasing on [0, 1], so the image of a 95 % interval of p
+        is a 95 % interval of p^k (same coverage). It holds the estimate
+        :func:`pass_hat_k` only approximately (that estimator is unbiased, the
+        interval is for the true p^k).
+
+    Raises:
+        ValueError: n < 1, k < 1, or c outside [0, n].
+
+    Sources: Wilson (1927) for the interval of p; the transformation
+    (invariance of confidence intervals under monotone maps), e.g. G. Casella,
+    R. L. Berger (2002), *Statistical Inference*, §9.2.
+    """
+    _check(n, c, k)
+    low, high = wilson_interval(c, n, z)
+    return low ** k, high ** k
 
 
 def _check(n: int, c: int, k: int) -> None:

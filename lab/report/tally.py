@@ -13,6 +13,8 @@ report document that ``lab.report.build`` defines, whose long lists
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +24,7 @@ from lab.report.metrics import (
     Figures,
     NewList,
     claimed_success,
+    compaction_tokens_of,
     is_judged,
     priced_rates,
     rates_block,
@@ -29,8 +32,9 @@ from lab.report.metrics import (
 )
 from lab.report.notes import REPLAY_NOTE as REPLAY_NOTE  # re-exported
 from lab.report.notes import SCRIPTED_NOTE as SCRIPTED_NOTE
+from lab.report.power import aggregate_detectable, task_detectable
 from lab.report.repetition import Repetition
-from lab.report.stats import pass_at_k, pass_hat_k, wilson_interval
+from lab.report.stats import pass_at_k, pass_hat_k, pass_hat_k_interval, wilson_interval
 
 REPORT_SCHEMA_VERSION = 1
 LOW_POWER_RUNS = 5
@@ -65,6 +69,9 @@ def run_line(record: dict[str, Any]) -> dict[str, Any]:
         line["outputTokens"] = usage["outputTokens"]
         if usage.get("cachedInputTokens") is not None and not line["cachedPartial"]:
             line["cachedInputTokens"] = usage["cachedInputTokens"]
+        spent = compaction_tokens_of(record)
+        if spent is not None:
+            line["compactionTokens"] = spent
     return line
 
 
@@ -121,6 +128,30 @@ def rate(passes: int, judged: int) -> dict[str, Any]:
     return {"successRate": passes / judged, "wilson95": [low, high]}
 
 
+def detectable_block(rates: list[tuple[float, int]], alpha: float = 0.05, power: float = 0.8) -> dict[str, Any]:
+    """SPEC K8 for one report: the smallest change a comparison with a candidate of the same k could detect.
+
+    ``aggregate``: the shift of every task's rate the stratified aggregate test
+    detects with ``power`` at ``alpha``; ``perTaskMedian``: the median over
+    tasks of the change Fisher's test detects at α / T (Holm's first step);
+    both computed from each task's observed rate and judged runs, assuming
+    the candidate has as many (:mod:`lab.report.power`); None when no change
+    can be detected or nothing was judged.
+    """
+    block: dict[str, Any] = {"power": power, "alpha": alpha, "tasks": len(rates), "aggregate": None,
+                             "perTaskMedian": None, "perTaskAlpha": None}
+    if not rates:
+        return block
+    agg = aggregate_detectable([r for r, _ in rates], [n for _, n in rates], [n for _, n in rates],
+                               alpha=alpha, power=power)
+    level = alpha / len(rates)
+    per_task = statistics.median(task_detectable(r, n, n, alpha=level, power=power) for r, n in rates)
+    # rounded to 1e-4 (a hundredth of a point): the bisection's last digits are noise
+    block.update(aggregate=round(agg, 4) if math.isfinite(agg) else None,
+                 perTaskMedian=round(per_task, 4) if math.isfinite(per_task) else None, perTaskAlpha=level)
+    return block
+
+
 class ReportTally:
     """Every figure of one report, fed its run records in report order (:func:`report_key`).
 
@@ -146,6 +177,7 @@ class ReportTally:
         self.tasks, self.measured_tasks, self.estimated_tasks = new_list(), new_list(), new_list()
         self.flaky_tasks, self.low_power_tasks = new_list(), new_list()
         self.errors, self.runs = new_list(), new_list()
+        self.judged_rates: list[tuple[float, int]] = []  # (rate, judged) per task: 16 bytes a task, for K8
         self.judged_tasks = self.tasks_passed_once = self.tasks_always_passed = 0
         self.divergences = self.empty_responses = 0
         self._task: str | None = None
@@ -187,6 +219,7 @@ class ReportTally:
         task_id, scope = self._task, self._scope
         if task_id is None or scope is None:
             return
+        replay = self.header.get("mode") == "replay"
         tally = scope.counts()
         n, c = tally["judged"], tally["passes"]
         block: dict[str, Any] = {"taskId": task_id, **tally, **rate(c, n)}
@@ -194,8 +227,9 @@ class ReportTally:
             k_eff = min(self.k, n)
             block["passAtK"] = pass_at_k(n, c, k_eff)
             block["passHatK"] = pass_hat_k(n, c, k_eff)
+            block["passHatK95"] = None if replay else list(pass_hat_k_interval(n, c, k_eff))
         else:
-            block["passAtK"] = block["passHatK"] = None
+            block["passAtK"] = block["passHatK"] = block["passHatK95"] = None
         block["flaky"] = 0 < c < n
         # A replay is deterministic and has no intervals: too few runs to estimate a rate is not its concern.
         block["lowPower"] = n < LOW_POWER_RUNS and self.header.get("mode") != "replay"
@@ -203,7 +237,7 @@ class ReportTally:
         block["cachedInputRatio"] = cached["ratio"]
         block["cachedInputRuns"] = cached["runsReporting"]  # judged runs that reported cached input (M5)
         block.update(scope.claims())
-        if self.header.get("mode") == "replay":
+        if replay:
             block["wilson95"] = None
         self.tasks.append(block)
         if block["flaky"]:
@@ -211,6 +245,7 @@ class ReportTally:
         if block["lowPower"]:
             self.low_power_tasks.append(task_id)
         if n:
+            self.judged_rates.append((c / n, n))
             self.judged_tasks += 1
             self.tasks_passed_once += c > 0
             self.tasks_always_passed += c == n
@@ -253,6 +288,8 @@ class ReportTally:
         summary["tasks"] = len(self.tasks)
         summary["passAtK"] = self.tasks_passed_once / tasks if tasks else None
         summary["passHatK"] = self.tasks_always_passed / tasks if tasks else None
+        summary["passHatKWilson95"] = (list(wilson_interval(self.tasks_always_passed, tasks))
+                                       if tasks and not replay else None)
         summary["flakyTasks"] = self.flaky_tasks
         summary["lowPower"] = tally["judged"] < LOW_POWER_RUNS and not replay
         summary["lowPowerTasks"] = self.low_power_tasks
@@ -262,4 +299,6 @@ class ReportTally:
         summary.update(self.all.claims())
         if replay:
             summary["wilson95"] = None
+        else:
+            summary["detectable"] = detectable_block(self.judged_rates)
         return summary

@@ -40,18 +40,58 @@ def test_without_a_repeated_pair_the_verdict_cannot_be_admit() -> None:
     assert result.verdict == "do not admit"
 
 
+ALL, NONE = "P" * 10, "F" * 10
+ROSE_BUT_E_BROKE = ({"a": NONE, "b": NONE, "c": NONE, "d": NONE, "e": ALL},
+                    {"a": ALL, "b": ALL, "c": ALL, "d": ALL, "e": NONE})
+
+
 def test_mixed_is_not_an_improvement() -> None:
-    base, cand = pair(cand_tasks={"a": "PPPPPPPPPP", "b": "PPPPPPPPPF"})
+    base = make_report(ROSE_BUT_E_BROKE[0], config="base")
+    cand = make_report(ROSE_BUT_E_BROKE[1], config="cand")
     result = admit(base, cand, repeat=pair(seed=1))
     assert statuses(result)["improved"] == "fail" and "mixed" in result.clauses[0].detail
-    assert statuses(result)["no-lost-reliability"] == "fail" and "b" in result.clauses[1].detail
+    assert statuses(result)["no-lost-reliability"] == "fail" and "e (10/10 -> 0/10" in result.clauses[1].detail
     assert result.verdict == "do not admit"
 
 
-def test_unchanged_is_not_an_improvement() -> None:
+def test_no_change_is_not_an_improvement() -> None:
     same = make_report(BETTER, config="cand")
     result = admit(make_report(BETTER), same)
-    assert statuses(result)["improved"] == "fail" and "unchanged" in result.clauses[0].detail
+    assert statuses(result)["improved"] == "fail" and "inconclusive" in result.clauses[0].detail
+
+
+def test_the_gate_is_stricter_than_the_verdict_a_raw_significant_fall_blocks() -> None:
+    # b: 10/10 -> 5/10, Fisher p = 0.0325: significant alone, not after Holm across three tasks (x2)
+    half = "PPPPPFFFFF"
+    base = make_report({**BETTER, "c": half}, config="base")
+    cand = make_report({"a": ALL, "b": half, "c": half}, config="cand")
+    result = admit(base, cand)
+    comparison_lost = [c for c in result.clauses if c.id == "no-lost-reliability"][0]
+    assert comparison_lost.status == "fail" and "b (10/10 -> 5/10, p=0.0325)" in comparison_lost.detail
+    from lab.compare.verdicts import compare_reports
+    assert compare_reports(base, cand)["aggregate"]["lostReliability"] == []  # the verdict makes no such claim
+
+
+def test_tokens_detail_prints_the_estimate_and_its_interval() -> None:
+    result = admit(*pair(cand_tokens=(1100, 220)))
+    detail = result.clauses[2].detail
+    assert statuses(result)["tokens"] == "pass"
+    assert detail.startswith("total tokens per success 2000.0 -> 1320.0 (-34.0%, 95% CI [")
+    assert "judged on the estimate" in detail
+
+
+def test_a_compaction_a_b_is_judged_on_total_tokens_including_compaction_calls() -> None:
+    on, off = {"enabled": True, "threshold": 0.8}, {"enabled": False, "threshold": 0.8}
+    base = make_report(BETTER, config="base", compaction=off, tokens=(1000, 200))
+    # compaction on: the main loop spends less, the compaction calls are counted on top
+    cand = make_report(BEST, config="cand", compaction=on, tokens=(900, 100), compaction_tokens=(300, 50))
+    result = admit(base, cand)
+    tokens = result.clauses[2]
+    assert tokens.status == "pass", tokens.detail
+    assert "total tokens per success 2000.0 -> 1350.0" in tokens.detail
+    assert "compaction calls per success: base 0.0, cand 350.0" in tokens.detail
+    pricier = make_report(BEST, config="cand", compaction=on, tokens=(900, 100), compaction_tokens=(1500, 400))
+    assert admit(base, pricier).clauses[2].status == "fail"  # 2900 per success: +45 %
 
 
 @pytest.mark.parametrize(("tokens", "status"), [((2000, 400), "pass"), ((2001, 400), "fail")])
@@ -88,7 +128,8 @@ def test_a_repeated_pair_of_other_configurations_is_refused() -> None:
 
 
 def test_a_repeated_pair_that_is_mixed_fails() -> None:
-    mixed = pair(seed=7, cand_tasks={"a": "PPPPPPPPPP", "b": "PPPPPPPPPF"})
+    mixed = (make_report(ROSE_BUT_E_BROKE[0], seed=7, config="base"),
+             make_report(ROSE_BUT_E_BROKE[1], seed=7, config="cand"))
     result = admit(*pair(), repeat=mixed)
     assert statuses(result)["repeated"] == "fail" and "improved:" in result.clauses[3].detail
 
@@ -118,3 +159,10 @@ def test_cli_incompatible_pair_exits_3_and_bad_usage_exits_1(tmp_path: Path) -> 
     assert run_cmd(["lab", "admit", str(base), str(other)], tmp_path).returncode == 3
     usage = run_cmd(["lab", "admit", str(base)], tmp_path)
     assert usage.returncode == 1 and "expected two or four reports" in usage.stderr
+
+
+def test_a_report_without_the_total_falls_back_to_main_loop_tokens() -> None:
+    base, cand = pair()
+    del base["measured"]["totalTokensPerSuccess"]  # as a report written before the total existed
+    tokens = admit(base, cand).clauses[2]
+    assert tokens.status == "pass" and tokens.detail.startswith("tokens per success (main loop only) 2000.0 -> 1200.0")

@@ -1,4 +1,4 @@
-"""Comparing two reports (SPEC K1–K3, K5): every verdict row, built from hand-made reports."""
+"""Comparing two reports (SPEC K1, K3, K5–K7): every verdict row, built from hand-made reports."""
 
 from __future__ import annotations
 
@@ -41,10 +41,22 @@ def test_task_verdict(base: str, cand: str, verdict: str) -> None:
     assert task(doc)["verdict"] == verdict
 
 
-def test_improved_needs_disjoint_intervals_and_says_so() -> None:
+def test_improved_needs_a_significant_adjusted_test_and_says_so() -> None:
     entry = task(compared(make_report({"t": "FFFFF"}), make_report({"t": "PPPPP"}, config="cand")))
-    assert entry["cand"]["wilson95"][0] > entry["base"]["wilson95"][1]
-    assert "disjoint" in entry["reason"]
+    diff = entry["difference"]
+    assert diff["pValue"] == pytest.approx(2 / 252) and diff["pAdjusted"] == diff["pValue"]  # one task: Holm = raw
+    assert diff["estimate"] == 1.0 and diff["newcombe95"][0] > 0
+    assert "Holm" in entry["reason"] and entry["screen"] == "improved"
+
+
+def test_holm_across_tasks_can_withhold_a_claim_the_raw_p_would_make() -> None:
+    # 10/10 -> 5/10 alone: Fisher p = 0.0325; with a second tested task Holm doubles it past 0.05
+    doc = compared(make_report({"t": "P" * 10, "u": "PPPPPFFFFF"}),
+                   make_report({"t": "PPPPPFFFFF", "u": "PPPPPFFFFF"}, config="cand"))
+    entry = task(doc)
+    assert entry["difference"]["pValue"] == pytest.approx(0.0325077, abs=1e-6)
+    assert entry["difference"]["pAdjusted"] == pytest.approx(2 * entry["difference"]["pValue"])
+    assert entry["verdict"] == "inconclusive" and not entry["lostReliability"]
 
 
 def test_disjoint_predicate_treats_touching_intervals_as_overlap() -> None:
@@ -54,14 +66,13 @@ def test_disjoint_predicate_treats_touching_intervals_as_overlap() -> None:
     assert not disjoint((0.2, 0.6), (0.5, 0.9))
 
 
-def test_touching_intervals_are_inconclusive(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_touching_intervals_are_an_overlap_in_the_wilson_screen(monkeypatch: pytest.MonkeyPatch) -> None:
     # No real counts with n <= 60 give Wilson bounds equal to within 1e-9, so the
     # interval is replaced (pytest monkeypatch, not a mock) to make them touch exactly.
     bounds = {(1, 5): (0.2, 0.5), (4, 5): (0.5, 0.9)}
     monkeypatch.setattr(lab.compare.verdicts, "wilson_interval", lambda c, n: bounds[(c, n)])
     entry = task(compared(make_report({"t": "PFFFF"}), make_report({"t": "PPPPF"}, config="cand")))
-    assert entry["verdict"] == "inconclusive"
-    assert "touch" in entry["reason"]
+    assert entry["screen"] == "overlap" and entry["verdict"] == "inconclusive"
 
 
 def test_intervals_from_real_counts_match_the_stats_module() -> None:
@@ -115,53 +126,93 @@ def test_replay_sees_a_verifier_change_under_the_same_run_status() -> None:
     assert entry["verdict"] == "changed" and "verifier scope" in entry["reason"]
 
 
-# --- aggregate (K2) -------------------------------------------------------------------------
+# --- aggregate (K6) -------------------------------------------------------------------------
 
-def test_aggregate_improved_when_it_rises_and_no_task_lost_reliability() -> None:
+def test_aggregate_improved_when_the_test_rejects_and_no_task_lost_reliability() -> None:
     doc = compared(make_report({"a": "FFFFF", "b": "PPPPP"}), make_report({"a": "PPPPP", "b": "PPPPP"}, config="c"))
-    assert doc["aggregate"]["verdict"] == "improved"
-    assert doc["aggregate"]["delta"] == pytest.approx(0.5)
+    a = doc["aggregate"]
+    assert a["verdict"] == "improved" and a["delta"] == pytest.approx(0.5)
+    # b has no variation: the permutation distribution is a's alone, P(|D| >= 0.5) = 2/252
+    assert a["pValue"] == pytest.approx(2 / 252) and a["test"] == "stratified permutation test, exact"
+    assert a["interval95"][0] > 0.05
 
 
-def test_aggregate_mixed_when_it_rises_but_a_task_lost_reliability() -> None:
-    doc = compared(make_report({"a": "FFFFF", "b": "PPPPP"}), make_report({"a": "PPPPP", "b": "PPPPF"}, config="c"))
-    assert doc["aggregate"]["verdict"] == "mixed"
-    assert doc["aggregate"]["lostReliability"] == ["b"]
+ALL = "P" * 10
+NONE = "F" * 10
+
+
+def test_aggregate_mixed_when_it_rose_but_a_task_lost_reliability() -> None:
+    base = make_report({"a": NONE, "b": NONE, "c": NONE, "d": NONE, "e": ALL})
+    cand = make_report({"a": ALL, "b": ALL, "c": ALL, "d": ALL, "e": NONE}, config="c")
+    doc = compared(base, cand)
+    assert doc["aggregate"]["verdict"] == "mixed" and doc["aggregate"]["pValue"] < 0.05
+    assert doc["aggregate"]["lostReliability"] == ["e"] and task(doc, "e")["verdict"] == "regressed"
     assert "mixed" in render_comparison_markdown(doc).split("\n")[2].lower()
 
 
-def test_aggregate_unchanged_within_the_band() -> None:
+def test_aggregate_unchanged_when_the_interval_lies_within_the_tolerance() -> None:
+    tasks = {f"t{i}": "P" * 30 for i in range(10)}
+    doc = compared(make_report(tasks), make_report(tasks, config="c"))
+    low, high = doc["aggregate"]["interval95"]
+    assert doc["aggregate"]["verdict"] == "unchanged" and -0.05 < low < high < 0.05
+
+
+def test_aggregate_inconclusive_when_nothing_changed_but_the_interval_is_wide() -> None:
     doc = compared(make_report({"a": "PPPFF"}), make_report({"a": "PPPFF"}, config="c"))
-    assert doc["aggregate"]["verdict"] == "unchanged" and doc["aggregate"]["delta"] == 0
+    a = doc["aggregate"]
+    assert a["verdict"] == "inconclusive" and a["delta"] == 0 and a["pValue"] == pytest.approx(1.0)
+    assert "kForEquivalence" in a and "equivalence" in a["reason"]
 
 
-def test_aggregate_regressed_when_it_falls_beyond_the_band() -> None:
-    doc = compared(make_report({"a": "PPPPP", "b": "PPPFF"}), make_report({"a": "PPPPF", "b": "PPFFF"}, config="c"))
-    assert doc["aggregate"]["verdict"] == "regressed"
+def test_aggregate_regressed_when_the_test_rejects_a_fall() -> None:
+    doc = compared(make_report({"a": ALL, "b": ALL}), make_report({"a": NONE, "b": "PPFFFFFFFF"}, config="c"))
+    assert doc["aggregate"]["verdict"] == "regressed" and doc["aggregate"]["delta"] == pytest.approx(-0.9)
 
 
-def test_aggregate_regressed_when_a_task_regressed_and_the_aggregate_did_not_rise() -> None:
+def test_a_lost_task_with_an_aggregate_that_did_not_move_is_inconclusive_and_says_so() -> None:
     doc = compared(make_report({"a": "PPPPP", "b": "FFFFF"}), make_report({"a": "FFFFF", "b": "PPPPP"}, config="c"))
     assert task(doc, "a")["verdict"] == "regressed" and task(doc, "b")["verdict"] == "improved"
-    assert doc["aggregate"]["verdict"] == "regressed"
+    assert doc["aggregate"]["verdict"] == "inconclusive" and "1 task(s) lost reliability" in doc["aggregate"]["reason"]
 
 
-@pytest.mark.parametrize(("tolerance", "verdict"), [(0.25, "unchanged"), (0.2, "unchanged"), (0.15, "improved")])
-def test_tolerance_band_is_strict(tolerance: float, verdict: str) -> None:
-    doc = compared(make_report({"a": "PPPPF"}), make_report({"a": "PPPPP"}, config="c"), tolerance=tolerance)
+@pytest.mark.parametrize(("tolerance", "verdict"), [(0.2, "inconclusive"), (0.15, "inconclusive"),
+                                                    (0.1, "improved")])
+def test_a_significant_rise_must_exceed_the_tolerance_strictly(tolerance: float, verdict: str) -> None:
+    base = {f"t{i}": "P" * 20 + "F" * 20 for i in range(10)}
+    cand = {f"t{i}": "P" * 26 + "F" * 14 for i in range(10)}  # +15 points on every task
+    doc = compared(make_report(base), make_report(cand, config="c"), tolerance=tolerance)
+    assert doc["aggregate"]["pValue"] < 0.001
     assert doc["aggregate"]["verdict"] == verdict and doc["tolerance"] == tolerance
 
 
-def test_lost_reliability_when_the_success_rate_falls_beyond_the_tolerance() -> None:
+def test_an_inconclusive_aggregate_names_the_k_that_would_decide() -> None:
+    doc = compared(make_report({"a": "PPPPPFFFFF", "b": "PPPPPFFFFF"}),
+                   make_report({"a": "PPPPPPPFFF", "b": "PPPPPPPFFF"}, config="c"))
+    a = doc["aggregate"]
+    assert a["verdict"] == "inconclusive" and a["kToDecide"] > 10
+    assert f"k={a['kToDecide']} runs per task and side would detect a change of 20.0 points" in a["reason"]
+
+
+def test_a_fall_that_is_not_significant_is_no_lost_reliability() -> None:
     entry = task(compared(make_report({"t": "PPPFF"}), make_report({"t": "PPFFF"}, config="c")))
-    assert entry["lostReliability"] and "success rate fell" in entry["lostReliabilityReasons"][0]
-    assert entry["base"]["passHatK"] == entry["cand"]["passHatK"] == 0.0
+    assert entry["verdict"] == "inconclusive" and not entry["lostReliability"]
+    assert entry["base"]["passHatK"] == entry["cand"]["passHatK"] == 0.0 and entry["passHatKDip"] is False
 
 
-def test_lost_reliability_when_pass_hat_k_falls_within_the_tolerance() -> None:
+def test_a_pass_hat_k_dip_is_shown_not_a_verdict() -> None:
     entry = task(compared(make_report({"t": "P" * 20}), make_report({"t": "P" * 19 + "F"}, config="c")))
     assert entry["successRateDelta"] == pytest.approx(-0.05)
-    assert entry["lostReliabilityReasons"] == ["pass^k (k=20) fell from 1.00 to 0.00"]
+    assert entry["passHatKDip"] is True and entry["lostReliability"] is False and entry["verdict"] == "inconclusive"
+
+
+def test_the_power_line_and_the_task_sample_view() -> None:
+    doc = compared(make_report({"a": "P" * 10 + "F" * 10, "b": "P" * 16 + "F" * 4}),
+                   make_report({"a": "P" * 12 + "F" * 8, "b": "P" * 18 + "F" * 2}, config="c"))
+    power = doc["aggregate"]["power"]
+    assert power["power"] == 0.8 and power["alpha"] == 0.05 and power["perTaskAlpha"] == 0.025
+    assert 0 < power["aggregate"] < power["perTaskMedian"] < 1
+    assert doc["aggregate"]["taskSample"] == {"meanDifference": pytest.approx(0.1), "standardError": pytest.approx(0.0)}
+    assert "Power: with these runs" in render_comparison_markdown(doc)
 
 
 def test_tolerance_out_of_range_is_refused() -> None:
@@ -241,7 +292,7 @@ def test_markdown_ends_with_the_limits() -> None:
     doc = compared(make_report({"t": "FFFFF"}), make_report({"t": "PPPPP"}, config="c"))
     text = render_comparison_markdown(doc)
     limits = text[text.index("## Limits"):]
-    for words in ("not a significance test", "independent", "no correction across tasks", "errored runs"):
+    for words in ("suite's own tasks", "independent", "holm-adjusted", "errored runs", "not claimed"):
         assert words in limits.lower()
     assert text.index("## Tasks") < text.index("## Limits") and text.endswith(doc["limits"][-1] + "\n")
     assert list(doc)[0] == "schemaVersion"
@@ -272,7 +323,8 @@ def test_cli_prints_json_with_json_true(tmp_path: Path, capsys: pytest.CaptureFi
 
     base = published(tmp_path, {"t": "PPPPP"})
     assert main(["compare", str(base / "report.json"), str(base), "json=true"]) == 0
-    assert json.loads(capsys.readouterr().out)["aggregate"]["verdict"] == "unchanged"
+    aggregate = json.loads(capsys.readouterr().out)["aggregate"]
+    assert aggregate["verdict"] == "inconclusive" and aggregate["pValue"] == 1.0  # 5/5 twice: too few runs to show equivalence
 
 
 def test_cli_incompatible_suite_version_exits_3(tmp_path: Path) -> None:

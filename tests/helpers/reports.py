@@ -25,8 +25,12 @@ def config_hash(name: str) -> str:
 
 def run_record(task_id: str, repetition: int, status: str, *, seed: int = 0, mode: str = "live",
                tokens: tuple[int, int] | None = (1000, 200), cached: int | None = None,
-               wall_ms: int = 1000, provider: str = "scripted") -> dict[str, Any]:
-    """One run record with one command verifier ``check`` (its status follows the run's)."""
+               wall_ms: int = 1000, provider: str = "scripted",
+               compaction: tuple[int, int] | None = None) -> dict[str, Any]:
+    """One run record with one command verifier ``check`` (its status follows the run's).
+
+    ``compaction``: (input, output) tokens of one compaction call, or None for a run without one.
+    """
     verdict = VERIFIER[status]
     usage = None if tokens is None else {"inputTokens": tokens[0], "outputTokens": tokens[1],
                                          "cachedInputTokens": cached, "cachedPartial": False}
@@ -38,7 +42,10 @@ def run_record(task_id: str, repetition: int, status: str, *, seed: int = 0, mod
         "verifiers": [{"id": "check", "kind": "command", "status": verdict, "weight": 1.0,
                        "detail": f"check {verdict}", "diagnostics": {"exitCode": 0 if verdict == "pass" else 1,
                                                                     "stderrTail": ""}}],
-        "usage": usage, "turns": 3, "toolCalls": 2, "compactions": 0, "events": [], "incidents": [],
+        "usage": usage, "turns": 3, "toolCalls": 2, "compactions": 0 if compaction is None else 1,
+        "compactionUsage": None if compaction is None else {"inputTokens": compaction[0],
+                                                            "outputTokens": compaction[1]},
+        "events": [], "incidents": [],
         "error": {"kind": "provider", "message": "connection refused"} if status == "error" else None,
         "wallMs": wall_ms, "stopReason": "answered" if status != "error" else "error",
         "budgetExceeded": "maxTurns" if status == "budget_exceeded" else None,
@@ -70,7 +77,8 @@ def make_header(*, suite_id: str = "toy", suite_version: str = "1.0.0", suite_di
 
 
 def make_report(tasks: dict[str, str], *, tokens: tuple[int, int] | None = (1000, 200), cached: int | None = None,
-                wall_ms: int = 1000, records: list[dict[str, Any]] | None = None, **header: Any) -> dict[str, Any]:
+                wall_ms: int = 1000, records: list[dict[str, Any]] | None = None,
+                compaction_tokens: tuple[int, int] | None = None, **header: Any) -> dict[str, Any]:
     """A report document over ``tasks`` (status strings); ``header`` goes to :func:`make_header`.
 
     ``k`` defaults to the longest status string.
@@ -79,7 +87,7 @@ def make_report(tasks: dict[str, str], *, tokens: tuple[int, int] | None = (1000
     head = make_header(**header)
     if records is None:
         records = make_records(tasks, seed=head["seed"], mode=head["mode"], tokens=tokens, cached=cached,
-                               wall_ms=wall_ms, provider=head["provider"])
+                               wall_ms=wall_ms, provider=head["provider"], compaction=compaction_tokens)
     return build_report(head, records)
 
 

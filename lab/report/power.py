@@ -1,0 +1,327 @@
+"""Power of the comparison tests, and the smallest change they detect (SPEC K8).
+
+Pure standard library (``math``, ``statistics.NormalDist``), so a report can
+state its detectable change without loading scipy; the public face is
+:mod:`lab.compare.power`. Two tests are modelled, the ones ``lab compare`` uses:
+
+- **per task**, Fisher's exact test (two-sided, the "minimum likelihood"
+  p-value of scipy's ``fisher_exact``): its power is computed *exactly* by
+  enumerating every pair of outcomes (c_base, c_cand) and summing the
+  binomial probabilities of the tables it rejects (the rejection region
+  depends only on the sample sizes and α);
+- **aggregate**, the stratified permutation (exact conditional) test of the
+  task-weighted mean difference (:mod:`lab.compare.inference`): its power is
+  the normal approximation with a continuity correction of half a lattice
+  step, the conditional null variance averaged over the margins
+  (E[hypergeometric variance] = p̄(1 − p̄)(1/n_b + 1/n_c) per task).
+  Calibrated against simulation of the exact test (benchmarks/compare_error_rates.py):
+  within ±5 points on the grid tasks 5/7/20 × k 5/10/20.
+
+Sources: R. A. Fisher (1935), *The Design of Experiments*, §2 (the exact test);
+J. L. Fleiss, A. Tytun, H. K. Ury (1980), "A simple approximation for
+calculating sample sizes for comparing independent proportions",
+Biometrics 36:343–346 (continuity correction); J. Cohen (1988), *Statistical
+Power Analysis*, ch. 6 (power of a two-proportion z test).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable, Sequence
+from functools import cache
+from statistics import NormalDist
+
+EXACT_RUNS_MAX = 80
+"""Largest runs per side for which per-task sample sizes are searched with the exact Fisher power."""
+RUNS_CAP = 100_000
+"""Largest k any sample-size function returns; beyond it the answer is this cap."""
+
+_N = NormalDist()
+
+
+def _binom_pmf(n: int, p: float) -> list[float]:
+    if p <= 0.0:
+        return [1.0] + [0.0] * n
+    if p >= 1.0:
+        return [0.0] * n + [1.0]
+    lp, lq = math.log(p), math.log1p(-p)
+    return [math.exp(lc + x * lp + (n - x) * lq) for x, lc in enumerate(_log_comb(n))]
+
+
+@cache
+def _log_comb(n: int) -> tuple[float, ...]:
+    """log C(n, x) for x = 0..n."""
+    return tuple(math.lgamma(n + 1) - math.lgamma(x + 1) - math.lgamma(n - x + 1) for x in range(n + 1))
+
+
+@cache
+def fisher_region(n_base: int, n_cand: int, alpha: float) -> frozenset[tuple[int, int]]:
+    """The tables (c_base, c_cand) that Fisher's two-sided exact test rejects at level ``alpha``.
+
+    The p-value of a table is the sum of the hypergeometric probabilities (given
+    the successes s = c_base + c_cand) of every table no more probable than it,
+    with scipy's relative tolerance of 1e-7 for ties; computed in exact integers.
+
+    Raises:
+        ValueError: a side with fewer than 1 run, or alpha outside (0, 1).
+    """
+    _check_sizes(n_base, n_cand, alpha)
+    region = set()
+    for s in range(n_base + n_cand + 1):
+        lo, hi = max(0, s - n_base), min(s, n_cand)
+        weights = [math.comb(n_cand, x) * math.comb(n_base, s - x) for x in range(lo, hi + 1)]
+        total = math.comb(n_base + n_cand, s)
+        ordered = sorted(weights)
+        cumulative = [0]
+        for w in ordered:
+            cumulative.append(cumulative[-1] + w)
+        for offset, w in enumerate(weights):
+            # every table with weight <= w * (1 + 1e-7), in integers
+            at_most = bisect.bisect_right(ordered, w + w // 10_000_000)
+            if cumulative[at_most] <= alpha * total:
+                x = lo + offset
+                region.add((s - x, x))
+    return frozenset(region)
+
+
+@cache
+def _region_runs(n_base: int, n_cand: int, alpha: float) -> tuple[tuple[int, tuple[tuple[int, int], ...]], ...]:
+    """The rejection region as, per c_base, the maximal runs [first, last] of rejected c_cand."""
+    rows: dict[int, list[int]] = {}
+    for b, c in fisher_region(n_base, n_cand, alpha):
+        rows.setdefault(b, []).append(c)
+    out = []
+    for b, cs in sorted(rows.items()):
+        cs.sort()
+        runs, start = [], cs[0]
+        for prev, cur in zip(cs, cs[1:], strict=False):
+            if cur != prev + 1:
+                runs.append((start, prev))
+                start = cur
+        runs.append((start, cs[-1]))
+        out.append((b, tuple(runs)))
+    return tuple(out)
+
+
+def fisher_power(rate_base: float, rate_cand: float, n_base: int, n_cand: int, *, alpha: float = 0.05) -> float:
+    """Exact power of Fisher's two-sided test: P(reject) when the true rates are the two given.
+
+    Args:
+        rate_base, rate_cand: true success rates in [0, 1].
+        n_base, n_cand: judged runs per side (>= 1).
+        alpha: level of the test.
+
+    Returns:
+        The probability in [0, 1] that the test rejects.
+    """
+    pb, pc = _binom_pmf(n_base, rate_base), _binom_pmf(n_cand, rate_cand)
+    cumulative = [0.0]
+    for q in pc:
+        cumulative.append(cumulative[-1] + q)
+    total = sum(pb[b] * sum(cumulative[last + 1] - cumulative[first] for first, last in runs)
+                for b, runs in _region_runs(n_base, n_cand, alpha))
+    return min(1.0, max(0.0, total))
+
+
+def _toward(rate: float, delta: float, up: bool) -> float | None:
+    q = rate + delta if up else rate - delta
+    return q if -1e-12 <= q <= 1 + 1e-12 else None
+
+
+def _solve(f: Callable[[float], float], cap: float, target: float) -> float:
+    """Smallest delta in (0, cap] with f(delta) >= target (bisection); inf when none."""
+    if cap <= 0 or f(cap) < target:
+        return math.inf
+    lo, hi = 0.0, cap
+    for _ in range(24):  # 2^-24 of the range: far below any difference a report prints
+        mid = (lo + hi) / 2
+        if f(mid) >= target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+@cache
+def task_detectable(rate: float, n_base: int, n_cand: int, *, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest change of one task's rate that Fisher's test detects with the given power.
+
+    Exact power up to :data:`EXACT_RUNS_MAX` runs a side; beyond, the
+    continuity-corrected normal approximation (one stratum of
+    :func:`aggregate_power`). Both directions from ``rate`` are tried (up to 1, down to 0); the answer
+    is the larger of the two smallest detectable changes among the
+    directions where one exists (the harder direction decides), ``inf`` when
+    no change in either direction reaches the power.
+    """
+    _check_rate(rate)
+    _check_sizes(n_base, n_cand, alpha)
+    exact = max(n_base, n_cand) <= EXACT_RUNS_MAX
+    found = []
+    for up in (True, False):
+        cap = (1.0 - rate) if up else rate
+
+        def at(d: float, up: bool = up) -> float:
+            q = _toward(rate, d, up)
+            if q is None:
+                return 0.0
+            q = min(1.0, max(0.0, q))
+            if exact:
+                return fisher_power(rate, q, n_base, n_cand, alpha=alpha)
+            return aggregate_power([rate], [q], [n_base], [n_cand], alpha=alpha)  # one stratum: normal, corrected
+
+        found.append(_solve(at, cap, power))
+    finite = [d for d in found if math.isfinite(d)]
+    return max(finite) if finite else math.inf
+
+
+def task_runs(rate: float, delta: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Runs per side for Fisher's test to detect ``rate`` → ``rate + delta`` with the given power.
+
+    When ``rate + delta`` leaves [0, 1] the change ``rate − delta`` is used.
+    Up to :data:`EXACT_RUNS_MAX` runs the smallest n whose exact power reaches
+    the target; beyond, the continuity-corrected normal sample size
+    (Fleiss, Tytun & Ury 1980). Capped at :data:`RUNS_CAP`.
+
+    Raises:
+        ValueError: rate outside [0, 1], delta 0 or neither change inside [0, 1].
+    """
+    _check_rate(rate)
+    q = rate + delta if 0 <= rate + delta <= 1 else rate - delta
+    if delta == 0 or not 0 <= q <= 1:
+        raise ValueError(f"no change of {delta!r} from rate {rate!r} stays within [0, 1]")
+    z_a, z_b = _N.inv_cdf(1 - alpha / 2), _N.inv_cdf(power)
+    pbar, d = (rate + q) / 2, abs(q - rate)
+    n0 = (z_a * math.sqrt(2 * pbar * (1 - pbar)) + z_b * math.sqrt(rate * (1 - rate) + q * (1 - q))) ** 2 / d ** 2
+    n_cc = n0 / 4 * (1 + math.sqrt(1 + 4 / (n0 * d))) ** 2 if n0 > 0 else 1.0
+    if n_cc > EXACT_RUNS_MAX * 1.5:
+        return min(RUNS_CAP, math.ceil(n_cc))
+    for n in range(2, EXACT_RUNS_MAX + 1):
+        if fisher_power(rate, q, n, n, alpha=alpha) >= power:
+            return n
+    return min(RUNS_CAP, max(EXACT_RUNS_MAX + 1, math.ceil(n_cc)))
+
+
+# --- aggregate -------------------------------------------------------------------------------
+
+def aggregate_power(rates_base: Sequence[float], rates_cand: Sequence[float], n_base: Sequence[int],
+                    n_cand: Sequence[int], *, alpha: float = 0.05) -> float:
+    """Predicted power of the stratified permutation test of the mean difference (normal, continuity-corrected).
+
+    Args:
+        rates_base, rates_cand: true rates per task, in [0, 1] (same length T >= 1).
+        n_base, n_cand: judged runs per task and side (>= 1).
+        alpha: two-sided level.
+
+    Returns:
+        Φ((|Δ| − z·σ0 − h) / σ1) + Φ((−|Δ| − z·σ0 − h) / σ1), Δ the mean
+        difference, σ0² = Σ p̄(1 − p̄)(1/n_b + 1/n_c) / T² (the null variance
+        averaged over the margins), σ1² = Σ (p_b(1 − p_b)/n_b + p_c(1 − p_c)/n_c) / T²,
+        h = half the lattice step mean(1/n_b + 1/n_c) / (2T). 0 when nothing varies.
+    """
+    t = len(rates_base)
+    if not t or not len(rates_cand) == len(n_base) == len(n_cand) == t:
+        raise ValueError("aggregate_power: rates and run counts must be non-empty and of one length")
+    delta = sum(c - b for b, c in zip(rates_base, rates_cand, strict=True)) / t
+    v0 = v1 = step = 0.0
+    for pb, pc, nb, nc in zip(rates_base, rates_cand, n_base, n_cand, strict=True):
+        _check_sizes(nb, nc, alpha)
+        pbar = (nb * pb + nc * pc) / (nb + nc)
+        v0 += pbar * (1 - pbar) * (1 / nb + 1 / nc)
+        v1 += pb * (1 - pb) / nb + pc * (1 - pc) / nc
+        step += 1 / nb + 1 / nc
+    s0, s1, half = math.sqrt(v0) / t, math.sqrt(v1) / t, step / t / t / 2
+    if s1 == 0:
+        return 1.0 if abs(delta) > _N.inv_cdf(1 - alpha / 2) * s0 + half else 0.0
+    z = _N.inv_cdf(1 - alpha / 2)
+    return _N.cdf((abs(delta) - z * s0 - half) / s1) + _N.cdf((-abs(delta) - z * s0 - half) / s1)
+
+
+def _shifted(rates: Sequence[float], delta: float, up: bool) -> list[float]:
+    return [min(1.0, r + delta) if up else max(0.0, r - delta) for r in rates]
+
+
+def aggregate_detectable(rates: Sequence[float], n_base: Sequence[int], n_cand: Sequence[int], *,
+                         alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest shift δ of every task's rate (clipped to [0, 1]) the aggregate test detects with ``power``.
+
+    Both directions are tried; the harder one among those that can reach the
+    power decides; ``inf`` when neither can.
+    """
+    for r in rates:
+        _check_rate(r)
+    found = []
+    for up in (True, False):
+        def at(d: float, up: bool = up) -> float:
+            return aggregate_power(rates, _shifted(rates, d, up), n_base, n_cand, alpha=alpha)
+
+        found.append(_solve(at, 1.0, power))
+    finite = [d for d in found if math.isfinite(d)]
+    return max(finite) if finite else math.inf
+
+
+def aggregate_runs(rates: Sequence[float], delta: float, *, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Runs per task and side (the same k everywhere) for the aggregate test to detect a shift of ``delta``.
+
+    Every task's rate moves by ``delta`` (clipped to [0, 1]); a negative delta
+    is a fall; when no task can move that way (all at the bound) the
+    opposite direction is used. Capped at :data:`RUNS_CAP`.
+
+    Raises:
+        ValueError: no rates, a rate outside [0, 1], or delta 0.
+    """
+    if not rates or delta == 0:
+        raise ValueError("aggregate_runs: need at least one rate and a non-zero delta")
+    for r in rates:
+        _check_rate(r)
+    t = len(rates)
+    cand = _shifted(rates, abs(delta), delta > 0)
+    if all(c == r for r, c in zip(rates, cand, strict=True)):  # every task at the bound: only the other way
+        cand = _shifted(rates, abs(delta), delta < 0)
+    shift = abs(sum(c - r for r, c in zip(rates, cand, strict=True))) / t
+    # With k runs on both sides: σ0 = a0/√k, σ1 = a1/√k, h = c/k; power ≥ target when
+    # c·u² + (z_α·a0 + z_β·a1)·u − shift ≤ 0 with u = 1/√k (the far tail neglected).
+    a0 = math.sqrt(sum(2 * ((r + c) / 2) * (1 - (r + c) / 2) for r, c in zip(rates, cand, strict=True))) / t
+    a1 = math.sqrt(sum(r * (1 - r) + c * (1 - c) for r, c in zip(rates, cand, strict=True))) / t
+    h = 1 / t
+    z_a, z_b = _N.inv_cdf(1 - alpha / 2), _N.inv_cdf(power)
+    b = z_a * a0 + z_b * a1
+    if shift <= 0:
+        return RUNS_CAP
+    u = (-b + math.sqrt(b * b + 4 * h * shift)) / (2 * h)
+    k = min(RUNS_CAP, max(1, math.ceil(1 / (u * u)))) if u > 0 else RUNS_CAP
+
+    def enough(n: int) -> bool:
+        return aggregate_power(rates, cand, [n] * t, [n] * t, alpha=alpha) >= power
+
+    while k < RUNS_CAP and not enough(k):
+        k += 1
+    while k > 1 and enough(k - 1):
+        k -= 1
+    return k
+
+
+def equivalence_runs(rates: Sequence[float], observed: float, tolerance: float) -> int | None:
+    """Runs per task and side for the aggregate 95 % interval to fit inside ±tolerance around ``observed``.
+
+    Normal half-width z·σ with σ² = Σ 2p(1 − p)/k / T²; None when |observed|
+    is not below the tolerance (no k shows equivalence then).
+    """
+    room = tolerance - abs(observed)
+    if room <= 0 or not rates:
+        return None
+    var = sum(2 * r * (1 - r) for r in rates) / len(rates) ** 2
+    k = math.ceil(_N.inv_cdf(0.975) ** 2 * var / room ** 2)
+    return min(RUNS_CAP, max(k, 1))
+
+
+def _check_rate(rate: float) -> None:
+    if not 0 <= rate <= 1:
+        raise ValueError(f"rate must be in [0, 1], got {rate!r}")
+
+
+def _check_sizes(n_base: int, n_cand: int, alpha: float) -> None:
+    if n_base < 1 or n_cand < 1:
+        raise ValueError(f"runs per side must be >= 1, got {n_base} and {n_cand}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
