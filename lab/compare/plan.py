@@ -67,7 +67,7 @@ def plan_comparison(report: dict[str, Any], delta: float, *, power: float = 0.8,
     counts = [int(t["judged"]) for t in judged]
     tasks = [{"taskId": t["taskId"], "rate": rate, "judged": n,
               "k": max(LOW_POWER_RUNS, pw.task_runs_for_difference(rate, delta, alpha=alpha, power=power)),
-              "detectableNow": pw.task_detectable_difference(rate, n, n, alpha=alpha, power=power)}
+              "detectableNow": _finite(pw.task_detectable_difference(rate, n, n, alpha=alpha, power=power))}
              for t, rate, n in zip(judged, rates, counts, strict=True)]
     runs = k * len(judged) * variants
     doc: dict[str, Any] = {
@@ -76,8 +76,8 @@ def plan_comparison(report: dict[str, Any], delta: float, *, power: float = 0.8,
                                                   "k") if key in header} | {"tasks": len(report["tasks"])},
         "delta": delta, "power": power, "alpha": alpha, "variants": variants, "jobs": jobs,
         "suite": {"k": k, "runs": runs,
-                  "detectableNow": pw.aggregate_detectable_difference(rates, counts, counts, alpha=alpha,
-                                                                      power=power)},
+                  "detectableNow": _finite(pw.aggregate_detectable_difference(rates, counts, counts, alpha=alpha,
+                                                                              power=power))},
         "tasks": tasks, "excludedTasks": [t["taskId"] for t in report["tasks"] if t["judged"] == 0], "notes": []}
     if needed < LOW_POWER_RUNS:
         doc["notes"].append(f"the power formula asks for k = {needed}; k is raised to {LOW_POWER_RUNS}: below "
@@ -145,12 +145,12 @@ def render_plan(doc: dict[str, Any]) -> str:
              f"{100 * doc['power']:.0f}%, two-sided α {doc['alpha']:g}, {variants} variants",
              f"suite (task-weighted mean success rate): k = {suite['k']} runs per task and variant → "
              f"{suite['runs']:,} runs ({suite['k']} × {tasks} tasks × {variants} variants); the baseline's own runs "
-             f"detect {100 * suite['detectableNow']:.1f} points",
+             f"detect {_points(suite['detectableNow'])}",
              "per task (k to detect the change on that task alone):",
              "",
              "| task | rate | judged | k | detects now |",
              "|---|---|---|---|---|"]
-    lines += [f"| {t['taskId']} | {t['rate']:.2f} | {t['judged']} | {t['k']} | {100 * t['detectableNow']:.1f} |"
+    lines += [f"| {t['taskId']} | {t['rate']:.2f} | {t['judged']} | {t['k']} | {_points(t['detectableNow'])} |"
               for t in doc["tasks"]]
     lines.append("")
     if "cost" in doc:
@@ -177,3 +177,12 @@ def _duration(ms: float) -> str:
     if minutes:
         return f"{minutes} min {secs:02d} s"
     return f"{ms / 1000:.1f} s"
+
+
+def _finite(change: float) -> float | None:
+    """A detectable change as a rate difference, or None when no change up to 100 points is detectable."""
+    return change if change <= 1.0 else None
+
+
+def _points(change: float | None) -> str:
+    return "no change up to 100 points" if change is None else f"{100 * change:.1f} points"
