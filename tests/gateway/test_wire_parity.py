@@ -19,15 +19,17 @@ import httpx
 import pytest
 
 from lab.errors import ProviderError
-from lab.gateway import Gateway, RetryPolicy
+from lab.gateway import Gateway, LiveUpstream, RetryPolicy
 from lab.gateway.exchange import body_exchange
 from lab.providers.answer import read_answer
 from lab.providers.openai_compat import OpenAICompatProvider
 from lab.providers.wire import parse_exchange
-from tests.helpers.gateway_support import AUTH
+from tests.helpers.gateway_support import AUTH, REAL_KEY
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
 
 MakeGateway = Callable[..., Gateway]
+# Plain-HTTP clients without a certificate store (loading one costs ~0.2 s of CPU per client).
+CLIENT = httpx.Client(verify=False, timeout=10)
 FIXTURES = Path(__file__).resolve().parents[1] / "providers" / "fixtures"
 
 
@@ -52,6 +54,10 @@ class Figures(NamedTuple):
     cached: int | None
     partial: str | None  # the text an answer that failed carried before its fault
     fault: str | None
+
+
+def upstream(server: LocalHTTPServer) -> LiveUpstream:
+    return LiveUpstream(server.url + "/v1", REAL_KEY, timeout_s=10, transport=httpx.AsyncHTTPTransport(verify=False))
 
 
 def samples() -> list[Sample]:
@@ -113,7 +119,7 @@ def builtin_figures(sample: Sample, server: LocalHTTPServer) -> Figures:
 
 def gateway_figures(sample: Sample, gateway: Gateway) -> Figures:
     path = "/responses" if sample.api == "responses" else "/chat/completions"
-    response = httpx.post(gateway.address.base_url + path, headers=AUTH, timeout=10,
+    response = CLIENT.post(gateway.address.base_url + path, headers=AUTH,
                           json={"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": sample.stream})
     stats = gateway.stats
     fault = stats.faults[0]["cause"] if stats.faults else None
@@ -134,7 +140,7 @@ def gateway_figures(sample: Sample, gateway: Gateway) -> Figures:
 def test_both_paths_read_the_same_figures(sample: Sample, make_gateway: MakeGateway, provider: LocalHTTPServer) -> None:
     provider.handler = serve(sample)
     builtin = builtin_figures(sample, provider)
-    gateway = make_gateway(retry=RetryPolicy(max_retries=0))
+    gateway = make_gateway(upstream(provider), retry=RetryPolicy(max_retries=0))
 
     through_gateway = gateway_figures(sample, gateway)
 
@@ -179,7 +185,7 @@ def test_cached_partial_is_the_same_on_both_paths(make_gateway: MakeGateway, pro
     builtin_partial = 0 < tally.cached_reported < tally.calls
 
     answers = iter([with_cached, without])
-    gateway = make_gateway(retry=RetryPolicy(max_retries=0))
+    gateway = make_gateway(upstream(provider), retry=RetryPolicy(max_retries=0))
     for _ in range(2):
         httpx.post(gateway.address.base_url + "/chat/completions", headers=AUTH, json={"model": "m", "stream": True})
 
