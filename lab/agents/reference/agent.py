@@ -216,6 +216,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--tool-timeout", type=float, default=60.0, help="seconds per shell command")
     parser.add_argument("--max-output", type=int, default=10000, help="characters of tool output kept")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per model call")
+    parser.add_argument("--base-url", default=None, help="the API's base URL (default: $OPENAI_BASE_URL)")
     return parser.parse_args(argv)
 
 
@@ -231,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reference agent: cannot read the prompt file: {exc}", file=sys.stderr)
         return 2
     # One client for the whole run: every call reuses its keep-alive connection.
-    client = openai.OpenAI(api_key=key, base_url=os.environ.get("OPENAI_BASE_URL") or None,
+    client = openai.OpenAI(api_key=key, base_url=args.base_url or os.environ.get("OPENAI_BASE_URL") or None,
                            timeout=args.timeout)
     tools = Tools(Path.cwd(), args.tool_timeout, args.max_output)
     try:
