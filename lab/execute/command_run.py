@@ -282,9 +282,9 @@ def _upstream(ctx: Any, task: Task, preset: CommandPreset, normalise: Any, calls
         key_env = provider.get("api_key_env") or ""
         inner = LiveUpstream(provider.get("base_url") or "https://api.openai.com/v1",
                              ctx.env.get(key_env, ""), timeout_s=float(provider["timeout_s"]),
-                             extra_headers=dict(provider.get("headers") or {}), model=str(provider["model"]),
-                             **({"max_response_bytes": int(provider["max_response_bytes"])}
-                                if provider.get("max_response_bytes") else {}))
+                             extra_headers=dict(provider.get("headers") or {}), model=str(provider["model"]))
+        if provider.get("max_response_bytes"):
+            inner.max_response_bytes = int(provider["max_response_bytes"])
     if mode == "record":
         return RecordingUpstream(inner, normalise, calls.append)
     return inner

@@ -71,9 +71,9 @@ def _decode(coding: str, raw: bytes, limit: int) -> bytes:
         except zlib.error:
             return _zlib(raw, -zlib.MAX_WBITS, limit, coding)
     if coding == "br":
-        import brotli
+        import brotli  # type: ignore[import-untyped]  # no type information published
 
-        out = brotli.Decompressor().process(raw)
+        out: bytes = brotli.Decompressor().process(raw)
         return _capped(out, limit, coding)
     import zstandard
 

@@ -61,27 +61,22 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from aiohttp import web
 
 from lab.errors import CassetteMiss
 from lab.gateway.bodies import BodyEncodingError, decode_body
 from lab.gateway.errors import GatewayError, UpstreamError
-from lab.gateway.exchange import (
-    SseEvent,
-    UpstreamReply,
-    body_exchange,
-    carries_output,
-    is_terminal,
-    sse_exchange,
-    stream_error_event,
-)
+from lab.gateway.exchange import UpstreamReply, body_exchange
 from lab.gateway.meter import BudgetName, GatewayBudget, GatewayStats, Meter
+from lab.gateway.policy import Halt, HaltReason, RetryPolicy
+from lab.gateway.stream import pass_stream
 from lab.gateway.upstream import Endpoint, Upstream, UpstreamRequest
 from lab.providers.answer import Answer, Fault, read_answer
+
+__all__ = ["Gateway", "GatewayAddress", "Halt", "HaltReason", "RetryPolicy", "new_token"]
 from lab.providers.faults import backoff_s
 from lab.replay.normalise import Api
 
@@ -91,42 +86,6 @@ ROUTES: dict[str, tuple[Api, Endpoint]] = {
 }
 MAX_BODY_BYTES = 64 * 1024 * 1024
 START_TIMEOUT_S = 10.0
-
-HaltReason = Literal["maxTurns", "maxTokens", "maxWallMs", "replay_divergence", "upstream_fault"]
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How the gateway retries a transient upstream fault, as the built-in provider does.
-
-    Attributes:
-        max_retries: attempts after the first (``provider.max_retries``).
-        wait: wait between attempts (``Retry-After``, else backoff:
-            ``lab.providers.faults.backoff_s``); False in replay, where the
-            recorded attempts are answered at once.
-    """
-
-    max_retries: int = 2
-    wait: bool = True
-
-
-@dataclass(frozen=True)
-class Halt:
-    """Why the gateway wants the agent ended.
-
-    Attributes:
-        reason: the budget exceeded, ``replay_divergence``, or ``upstream_fault``
-            (a provider fault persisted past the retries: the run is an error).
-        detail: one line, e.g. ``maxTurns: 3 of 3 calls used`` or the divergence message.
-        divergence: the divergence, when that is the reason.
-        fault: the fault, when that is the reason.
-    """
-
-    reason: HaltReason
-    detail: str
-    divergence: CassetteMiss | None = None
-    fault: Fault | None = None
-
 
 class GatewayAddress(NamedTuple):
     """Where the gateway listens.
@@ -425,81 +384,14 @@ class Gateway:
 
     async def _answer_stream(self, request: web.Request, api: Api, call_index: int,
                              reply: UpstreamReply) -> web.StreamResponse | Fault:
-        """Pass a stream on event by event, read by the lab's wire layer as it passes.
+        def settle(answer: Answer) -> None:
+            self._meter.add_answer(answer)
 
-        The events before the first one that carries output are held back: a
-        fault there (an error event, ``response.failed``, a stream that ends
-        or breaks before any output) is retried like an error status. Past
-        that, a fault reaches the agent as a well-formed error event at the
-        end of its stream (chat: ``{"error": {...}}``; Responses: an ``error``
-        event), and is counted; the answer is settled before its terminal
-        event is passed on, so an agent that exits at once leaves nothing
-        unsettled.
-        """
-        assert reply.events is not None
-        seen: list[SseEvent] = []
-        held = True
-        response: web.StreamResponse | None = None
-        fault: Fault | None = None
-        settled = False
-        try:
-            async for event in reply.events:
-                seen.append(event)
-                terminal = is_terminal(api, event)
-                if held and not terminal and not carries_output(api, event):
-                    continue
-                if terminal or held:
-                    answer = read_answer(api, sse_exchange(reply.status, seen, complete=terminal))
-                    found = answer.fault
-                    if found is not None and found.cause != "bad_request" and (
-                            terminal or found.cause != "incomplete_response"):  # not over yet: not incomplete
-                        if held:
-                            return found  # nothing has reached the agent: may be retried
-                        fault = found
-                        break
-                    if terminal:
-                        self._meter.add_answer(answer)  # settled before the agent can see the end
-                        settled = True
-                if response is None:
-                    response = await self._start_stream(request, reply)
-                for pending in (seen if held else [event]):
-                    await response.write(pending.encode())
-                held = False
-                if terminal:
-                    break
-            else:
-                if not settled:
-                    answer = read_answer(api, sse_exchange(reply.status, seen, complete=False))
-                    fault = answer.fault
-                    if fault is None:
-                        self._meter.add_answer(answer)
-                    elif held:
-                        return fault
-        except UpstreamError as exc:
-            fault = Fault("connect" if exc.cause == "stream" else exc.cause, "upstream", str(exc))
-            if held:
-                return fault
-        except ConnectionError:
-            return response or web.StreamResponse()  # the agent left; nothing to answer
-        finally:
-            await reply.events.aclose()
-        if response is None:
-            response = await self._start_stream(request, reply)
-        try:
-            if fault is not None:
-                self._meter.fault(call_index, fault, 1)
-                self._halt(Halt("upstream_fault", f"call {call_index}: {fault.cause}: {fault.message}", fault=fault))
-                await response.write(stream_error_event(api, fault).encode())
-            await response.write_eof()
-        except ConnectionError:
-            pass  # the agent left as the stream ended (aiohttp: "Cannot write to closing transport")
-        return response
+        def failed(fault: Fault) -> None:
+            self._meter.fault(call_index, fault, 1)
+            self._halt(Halt("upstream_fault", f"call {call_index}: {fault.cause}: {fault.message}", fault=fault))
 
-    async def _start_stream(self, request: web.Request, reply: UpstreamReply) -> web.StreamResponse:
-        response = web.StreamResponse(status=reply.status, headers={
-            "Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        await response.prepare(request)
-        return response
+        return await pass_stream(request, api, reply, settle, failed)
 
 
 def _error(status: int, kind: str, message: str, code: str | None = None) -> web.Response:

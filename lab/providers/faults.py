@@ -110,7 +110,7 @@ def backoff_s(attempt: int, retry_after: float | None) -> float:
     ``RETRY_AFTER_CAP_S``, else a deterministic exponential backoff (0.5 s, 1 s, 2 s … capped at 8 s)."""
     if retry_after is not None:
         return min(retry_after, RETRY_AFTER_CAP_S)
-    return min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1))
+    return float(min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)))
 
 
 def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:

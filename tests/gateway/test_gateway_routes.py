@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import lab
-from lab.gateway import RetryPolicy, Gateway, GatewayError, LiveUpstream
+from lab.gateway import Gateway, GatewayError, LiveUpstream, RetryPolicy
 from tests.helpers.gateway_support import AUTH, TOKEN, sdk
 from tests.helpers.http_server import LocalHTTPServer, closed_port_url
 from tests.helpers.openai_stub import ScriptedStub, Turn
