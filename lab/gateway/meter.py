@@ -69,7 +69,7 @@ class GatewayStats:
         calls: model calls admitted (forwarded to the upstream or replayed).
         refused: model calls the gateway answered with an error itself
             (budget exceeded, replay divergence, malformed body).
-        upstream_errors: admitted calls whose upstream failed (network, timeout).
+        upstream_errors: admitted calls whose upstream fault persisted past the retries.
         calls_with_usage: successful calls whose answer reported usage.
         calls_without_usage: successful calls whose answer reported none.
         input_tokens: sum over the calls that reported usage.
@@ -185,11 +185,6 @@ class Meter:
         """Count a model call refused for another reason (divergence, malformed body)."""
         with self._lock:
             self._refused += 1
-
-    def upstream_failed(self) -> None:
-        """Count an admitted call whose upstream failed."""
-        with self._lock:
-            self._upstream_errors += 1
 
     def retried(self) -> None:
         """Count one upstream attempt made again after a transient fault."""
