@@ -278,8 +278,10 @@ class Gateway:
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
             return await self._serve(request)
-        except (ConnectionError, asyncio.CancelledError):
-            raise  # the agent left: aiohttp ends the connection quietly
+        except asyncio.CancelledError:
+            raise
+        except ConnectionError:  # the agent left: nobody reads an answer; aiohttp drops it quietly
+            return web.Response(status=499, reason="Client Closed Request")
         except Exception as exc:  # a bug in the lab: answered and kept, never a traceback on the console
             self.internal_errors.append(exc)
             return _error(500, "internal_error", f"the lab's gateway failed: {type(exc).__name__}: {exc}")
