@@ -9,7 +9,7 @@ import logging
 import socket
 import threading
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import brotli
 import httpx
@@ -26,6 +26,13 @@ from tests.helpers.openai_stub import ScriptedStub, Turn
 
 MakeGateway = Callable[..., Gateway]
 CLIENT = httpx.Client(verify=False, timeout=10)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_client() -> Iterator[None]:
+    """The module's client is closed with its connections once the module's tests are done."""
+    yield
+    CLIENT.close()
 
 ENCODERS: dict[str, Callable[[bytes], bytes]] = {
     "gzip": gzip.compress,

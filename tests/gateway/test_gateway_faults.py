@@ -5,7 +5,7 @@ error, not the agent's failure). Requests the gateway cannot serve are kept by p
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -23,6 +23,13 @@ from tests.helpers.openai_stub import ScriptedStub, Turn, chat_exchange, respons
 MakeGateway = Callable[..., Gateway]
 FIXTURES = Path(__file__).resolve().parents[1] / "providers" / "fixtures"
 CLIENT = httpx.Client(verify=False, timeout=10)  # no certificate store: plain HTTP to loopback
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_client() -> Iterator[None]:
+    """The module's client is closed with its connections once the module's tests are done."""
+    yield
+    CLIENT.close()
 
 
 def upstream(server: LocalHTTPServer, **options: object) -> LiveUpstream:

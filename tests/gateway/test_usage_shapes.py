@@ -5,9 +5,11 @@ the gateway's agree, and zeros on a call with a prompt and output are "not repor
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +21,13 @@ from tests.helpers.gateway_support import AUTH, REAL_KEY, TOKEN
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
 
 CLIENT = httpx.Client(verify=False, timeout=10)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_client() -> Iterator[None]:
+    """The module's client is closed with its connections once the module's tests are done."""
+    yield
+    CLIENT.close()
 PLACES = ("top", "x_groq", "choice0", "split")
 
 

@@ -11,7 +11,7 @@ gateway path is a real gateway in front of the same server, with no retries, ask
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -30,6 +30,13 @@ from tests.helpers.http_server import LocalHTTPServer, Request, Response
 MakeGateway = Callable[..., Gateway]
 # Plain-HTTP clients without a certificate store (loading one costs ~0.2 s of CPU per client).
 CLIENT = httpx.Client(verify=False, timeout=10)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_client() -> Iterator[None]:
+    """The module's client is closed with its connections once the module's tests are done."""
+    yield
+    CLIENT.close()
 FIXTURES = Path(__file__).resolve().parents[1] / "providers" / "fixtures"
 
 
