@@ -247,9 +247,13 @@ class RecordingUpstream:
     inner: Upstream
     normalise: RequestNormaliser
     observer: Callable[[RecordedCall], None]
+    _sent: int = field(default=0, init=False, repr=False)
 
     async def send(self, request: UpstreamRequest) -> UpstreamReply:
-        """Forward and record (see :class:`Upstream`)."""
+        """Forward and record (see :class:`Upstream`). Every attempt is a recording of its own,
+        numbered in the order sent (a call the gateway retried is recorded once per attempt)."""
+        request = dataclasses.replace(request, call_index=self._sent)
+        self._sent += 1
         reply = await self.inner.send(request)
         normalised = self.normalise(request.api, request.body)
         if reply.events is None:

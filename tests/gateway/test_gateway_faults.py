@@ -179,3 +179,31 @@ def test_requests_the_gateway_cannot_serve_are_named(make_gateway: MakeGateway, 
     assert "POST /v1/v1/chat/completions (404 not_found)" in error["message"]
     assert json.loads(CLIENT.post(root + "/v1/v1/chat/completions", headers=AUTH, json={}).content)["error"][
         "message"].startswith("no route POST /v1/v1/chat/completions (served: POST /v1/chat/completions")
+
+
+@pytest.mark.parametrize("failures", [1, 2])
+def test_a_recorded_fault_replays_as_it_happened(make_gateway: MakeGateway, provider: LocalHTTPServer,
+                                                 failures: int) -> None:
+    """Every attempt is recorded; replay retries the same way (without waiting) and ends the same:
+    recovered after the retry, or the same fault with the same cause, message and attempts."""
+    from lab.gateway import RecordedCall, RecordingUpstream, ReplayUpstream
+    from lab.replay.matching import Matcher, Recording
+    from lab.replay.normalise import RequestNormaliser
+
+    answers = iter([FAULTS["http_503"][0]] * failures + [good("chat", True)])
+    provider.handler = lambda request, response: next(answers)(response)
+    recorded: list[RecordedCall] = []
+    live = make_gateway(RecordingUpstream(upstream(provider), RequestNormaliser(), recorded.append),
+                        retry=RetryPolicy(max_retries=1))
+    first = call(live, "chat", stream=True)
+    matcher = Matcher([Recording(c.index, c.api, c.request, c.exchange) for c in recorded], source="test")
+    replay = make_gateway(ReplayUpstream(matcher, RequestNormaliser()), retry=RetryPolicy(max_retries=1, wait=False))
+
+    again = call(replay, "chat", stream=True)
+
+    assert len(recorded) == 2 == len(provider.requests)
+    assert (again.status_code, again.text) == (first.status_code, first.text)
+    assert (replay.stats.retries, replay.stats.faults) == (live.stats.retries, live.stats.faults)
+    assert replay.stats.faults == (() if failures == 1 else (
+        {"callIndex": 0, "attempts": 2, "cause": "server", "message": "HTTP 503: unavailable", "status": 503,
+         "server": {"message": "unavailable", "type": None, "code": None}},))
