@@ -6,9 +6,11 @@ every call kept for the task's cassette; replay: the cassette, never a
 provider; ``provider=scripted``: the task's agent script, no network), the
 agent started in the task copy with a fresh ``HOME``, ``TZ=UTC``, stdin
 closed, the gateway's base URL and a per-run token (never the real key).
-A budget exceeded or a replay divergence at the gateway ends the agent's
-process group at once; the wall budget ends it too. Then the verifiers run
-as for the built-in agent.
+A budget exceeded, a replay divergence or a provider fault that persisted
+past the gateway's retries ends the agent's process group at once; the wall
+budget ends it too. Then the verifiers run as for the built-in agent, unless
+the gateway's account makes the run an infrastructure error
+(:mod:`lab.execute.gateway_verdict`).
 
 Cassettes of command agents: :mod:`lab.execute.agent_cassettes`.
 """
@@ -66,7 +68,7 @@ def run_command_agent(ctx: Any, task: Task, workspace: Path, baseline: dict[str,
         LabError: infrastructure (cassette, script, gateway, agent start);
             the caller records it as ``status: error``.
     """
-    from lab.gateway import Gateway, GatewayBudget, new_token
+    from lab.gateway import Gateway, GatewayBudget, RetryPolicy, new_token
     from lab.replay.normalise import RequestNormaliser, task_rules
 
     preset = CommandPreset.from_config(ctx.config.data["agent"])
@@ -85,9 +87,11 @@ def run_command_agent(ctx: Any, task: Task, workspace: Path, baseline: dict[str,
                                max_wall_ms=task.budget.get("maxWallMs"))
         token = new_token()
         holder: dict[str, Any] = {}
+        retry = RetryPolicy(max_retries=int(ctx.config.data["provider"].get("max_retries", 2)),
+                            wait=ctx.config.mode != "replay")
         gateway = Gateway(upstream, token, budget, on_halt=lambda halt: _on_halt(holder, halt),
                           models=[ctx.config.data["provider"]["model"]], tcp=not sandboxed,
-                          socket_path=run_dir / SOCKET_NAME if sandboxed else None)
+                          socket_path=run_dir / SOCKET_NAME if sandboxed else None, retry=retry)
         try:
             address = gateway.start()
             base_url = RELAY_URL if sandboxed else address.base_url or ""
@@ -279,6 +283,8 @@ def _upstream(ctx: Any, task: Task, preset: CommandPreset, normalise: Any, calls
         inner = LiveUpstream(provider.get("base_url") or "https://api.openai.com/v1",
                              ctx.env.get(key_env, ""), timeout_s=float(provider["timeout_s"]),
                              extra_headers=dict(provider.get("headers") or {}), model=str(provider["model"]))
+        if provider.get("max_response_bytes"):
+            inner.max_response_bytes = int(provider["max_response_bytes"])
     if mode == "record":
         return RecordingUpstream(inner, normalise, calls.append)
     return inner
@@ -286,21 +292,28 @@ def _upstream(ctx: Any, task: Task, preset: CommandPreset, normalise: Any, calls
 
 def _finish(ctx: Any, task: Task, preset: CommandPreset, backend: Any, workspace: Path,
             baseline: dict[str, str], record: dict[str, Any], gateway: Any, status: Any, calls: list[Any]) -> None:
+    from lab.execute.gateway_verdict import gateway_error, gateway_incidents
     from lab.execute.verifiers import run_verifiers, score
 
     stats = gateway.stats
     halt = gateway.halt
     matcher = record.pop("_matcher", None)
     claimed = preset.claims_success(status.exit_code, status.stdout_tail)
+    incidents = gateway_incidents(stats)
     record.update(
         agent={"name": preset.name, "version": preset.version, "api": preset.api},
         executor=status.to_json(), gateway=stats.to_json(), turns=stats.calls,
         claim="success" if claimed else ("none" if status.ended_by_lab else "gave_up"),
-        usage=stats.usage.to_json() | {"cachedPartial": False} if stats.usage else None)
+        usage=stats.usage.to_json() | {"cachedPartial": stats.cached_partial} if stats.usage else None,
+        incidents=incidents, retries=stats.retries)
     error = _divergence(halt, matcher)
     if error is not None:
         record.update(status="error", error=error,
                       divergence={k: error.get(k) for k in ("callIndex", "field", "recorded", "actual")})
+        return
+    error = gateway_error(stats, halt, preset.name)
+    if error is not None:  # an outage or a setup error says nothing about the agent: not a result
+        record.update(status="error", error=error, stopReason="error")
         return
     _set_aside(workspace, preset.ignore)
     # As for the built-in agent: command verifiers in the eval's sandbox, over its base environment.

@@ -17,7 +17,7 @@ it (no config, execute, agents, sandbox).
 from lab.gateway.errors import GatewayError, UpstreamError
 from lab.gateway.exchange import SseEvent, UpstreamReply
 from lab.gateway.meter import BudgetName, GatewayBudget, GatewayStats
-from lab.gateway.server import Gateway, GatewayAddress, Halt, HaltReason, new_token
+from lab.gateway.server import Gateway, GatewayAddress, Halt, HaltReason, RetryPolicy, new_token
 from lab.gateway.upstream import (
                                   LiveUpstream,
                                   RecordedCall,
@@ -40,6 +40,7 @@ __all__ = [
     "RecordedCall",
     "RecordingUpstream",
     "ReplayUpstream",
+    "RetryPolicy",
     "SseEvent",
     "Upstream",
     "UpstreamError",

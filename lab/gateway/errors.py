@@ -20,7 +20,8 @@ class UpstreamError(GatewayError):
     """The upstream provider could not be reached or timed out.
 
     Attributes:
-        cause: ``connect``, ``timeout`` or ``stream`` (the answer broke off midway).
+        cause: ``connect``, ``timeout``, ``stream`` (the answer broke off midway),
+            ``response_too_large`` or ``invalid_response`` (a body that does not decode).
     """
 
     def __init__(self, message: str, *, cause: str) -> None:

@@ -1,4 +1,4 @@
-"""Wire shapes the gateway passes along: SSE events, replies, exchanges, usage.
+"""Wire shapes the gateway passes along: SSE events, replies, exchanges.
 
 An *exchange* is an answer as it came off the wire, the shape cassettes hold
 (``lab.providers.base``), extended for the Responses API's named events::
@@ -10,11 +10,9 @@ An *exchange* is an answer as it came off the wire, the shape cassettes hold
      "eventNames": ["response.created", ...]}                      # when any event had a name
     … "complete": false                                            # a stream cut short
 
-Usage (SPEC M4) comes from the provider only: chat completions report it in
-``usage`` (the last SSE chunk when streamed, with
-``stream_options.include_usage``); the Responses API in ``usage`` of the
-response object, streamed inside ``response.completed`` (or
-``response.incomplete`` / ``response.failed``). Source: OpenAI API reference,
+What an answer says (usage, completeness, fault) is read by the lab's one
+wire layer, ``lab.providers.answer``, the same reading the built-in agent's
+provider uses. Source of the shapes: OpenAI API reference,
 https://platform.openai.com/docs/api-reference/chat and
 https://platform.openai.com/docs/api-reference/responses-streaming.
 """
@@ -26,11 +24,14 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lab.providers.base import Exchange, Usage
-from lab.providers.wire import parse_usage
+from lab.providers.answer import Fault
+from lab.providers.base import Exchange
+from lab.providers.responses_wire import FINAL_EVENTS
 from lab.replay.normalise import Api
 
-FINAL_RESPONSE_EVENTS = ("response.completed", "response.incomplete", "response.failed")
+FINAL_RESPONSE_EVENTS = FINAL_EVENTS
+OUTPUT_EVENT_PREFIXES = ("response.output_text.", "response.output_item.", "response.function_call_arguments.",
+                         "response.reasoning", "response.content_part.", "response.refusal.")
 
 
 @dataclass(frozen=True)
@@ -62,12 +63,15 @@ class UpstreamReply:
         body: the complete body when not streamed.
         events: the SSE events as they arrive when streamed (status 2xx and
             ``text/event-stream``); the consumer must ``aclose()`` it.
+        retry_after_s: the wait the provider asked for (``Retry-After`` /
+            ``retry-after-ms``), or None.
     """
 
     status: int
     content_type: str = "application/json"
     body: bytes = b""
     events: AsyncGenerator[SseEvent, None] | None = None
+    retry_after_s: float | None = None
 
 
 def body_exchange(status: int, body: bytes) -> Exchange:
@@ -130,42 +134,33 @@ def is_terminal(api: Api, event: SseEvent) -> bool:
     return obj is not None and obj.get("type") in FINAL_RESPONSE_EVENTS
 
 
-class UsageTap:
-    """Finds the provider-reported usage in an answer as it passes.
+def carries_output(api: Api, event: SseEvent) -> bool:
+    """True for a streamed event that carries model output (text, reasoning or a tool call).
 
-    Args:
-        api: the wire format of the answer.
-
-    Attributes:
-        usage: the last usage seen, or None when none was reported.
+    The gateway holds back the events before the first such one, so a fault
+    that comes before any output can still be retried.
     """
+    obj = _json_object(event.data) if event.data.lstrip().startswith("{") else None
+    if obj is None:
+        return False
+    if api == "responses":
+        kind = event.event or obj.get("type")
+        return isinstance(kind, str) and kind.startswith(OUTPUT_EVENT_PREFIXES)
+    for choice in obj.get("choices") or []:
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if isinstance(delta, dict) and any(delta.get(k) for k in ("content", "tool_calls", "reasoning_content",
+                                                                  "reasoning", "refusal")):
+            return True
+    return False
 
-    def __init__(self, api: Api) -> None:
-        self.api = api
-        self.usage: Usage | None = None
 
-    def feed_event(self, event: SseEvent) -> None:
-        """Look at one streamed event (cheap: only events mentioning ``usage`` are parsed)."""
-        if '"usage"' not in event.data:
-            return
-        obj = _json_object(event.data)
-        if obj is None:
-            return
-        if self.api == "chat":
-            raw = obj.get("usage")
-        elif (event.event or obj.get("type")) in FINAL_RESPONSE_EVENTS and isinstance(obj.get("response"), dict):
-            raw = obj["response"].get("usage")
-        else:
-            return
-        usage = parse_usage(raw)
-        if usage is not None:
-            self.usage = usage
-
-    def feed_body(self, body: bytes) -> None:
-        """Look at a complete JSON body (chat completion or response object)."""
-        obj = _json_object(body)
-        if obj is not None:
-            self.usage = parse_usage(obj.get("usage")) or self.usage
+def stream_error_event(api: Api, fault: Fault) -> SseEvent:
+    """The event that tells the agent a stream failed, in its API's shape (the SDKs raise on it):
+    chat ``{"error": {...}}``, Responses an ``error`` event."""
+    error = {"message": fault.message, "type": "upstream_error", "code": fault.cause, "param": None}
+    if api == "chat":
+        return SseEvent(json.dumps({"error": error}, ensure_ascii=False))
+    return SseEvent(json.dumps({"type": "error", **error}, ensure_ascii=False), "error")
 
 
 def _json_object(text: str | bytes) -> dict[str, Any] | None:

@@ -10,7 +10,14 @@ refused.
 
 Tokens count only what the provider reported. After the first successful
 call without usage, ``maxTokens`` is no longer enforced (a figure that is not
-known is never guessed) and :attr:`GatewayStats.usage` is None.
+known is never guessed) and :attr:`GatewayStats.usage` is None. Zeros that
+cannot be measurements (0 input tokens; 0 output tokens beside output) count
+as not reported (``lab.providers.usage.implausible_zero``).
+
+Besides spending, the meter keeps what the run's report needs to tell an
+outage or a setup error from the agent's own failure: upstream faults that
+persisted past the gateway's retries (cause and message, by call), retries
+made, and requests the gateway could not serve (method, path, status).
 """
 
 from __future__ import annotations
@@ -21,7 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from lab.providers.answer import Answer, Fault
 from lab.providers.base import Usage
+
+MAX_KEPT = 20
+"""Faults and unserved requests kept by name per run (all are counted)."""
 
 BudgetName = Literal["maxTurns", "maxTokens", "maxWallMs"]
 
@@ -58,7 +69,7 @@ class GatewayStats:
         calls: model calls admitted (forwarded to the upstream or replayed).
         refused: model calls the gateway answered with an error itself
             (budget exceeded, replay divergence, malformed body).
-        upstream_errors: admitted calls whose upstream failed (network, timeout).
+        upstream_errors: admitted calls whose upstream fault persisted past the retries.
         calls_with_usage: successful calls whose answer reported usage.
         calls_without_usage: successful calls whose answer reported none.
         input_tokens: sum over the calls that reported usage.
@@ -67,6 +78,16 @@ class GatewayStats:
         exceeded: the budget exceeded, or None.
         exceeded_detail: e.g. ``maxTurns: 3 of 3 calls used``, or None.
         elapsed_ms: wall time since the meter started.
+        cached_calls: reporting calls that gave a cached-input figure.
+        zero_usage_calls: answers whose usage was zeros (read as not reported).
+        empty_answers: complete answers with no text and no tool call.
+        retries: upstream attempts made again after a transient fault.
+        faults: the faults that persisted past retries, in order (at most
+            ``MAX_KEPT``): ``{"callIndex", "attempts", "cause", "message", "status", "server"}``.
+        unserved: requests the gateway could not serve (unknown path, wrong
+            token, undecodable body), ``"POST /v1/v1/chat/completions (404)"``,
+            distinct, at most ``MAX_KEPT``.
+        unserved_count: all such requests.
     """
 
     calls: int
@@ -80,6 +101,19 @@ class GatewayStats:
     exceeded: BudgetName | None
     exceeded_detail: str | None
     elapsed_ms: int
+    cached_calls: int = 0
+    zero_usage_calls: int = 0
+    empty_answers: int = 0
+    retries: int = 0
+    faults: tuple[dict[str, Any], ...] = ()
+    unserved: tuple[str, ...] = ()
+    unserved_count: int = 0
+
+    @property
+    def cached_partial(self) -> bool:
+        """Some reporting calls gave a cached-input figure and some did not (as the built-in agent's
+        ``cachedPartial``)."""
+        return 0 < self.cached_calls < self.calls_with_usage
 
     @property
     def usage(self) -> Usage | None:
@@ -94,7 +128,10 @@ class GatewayStats:
         return {"calls": self.calls, "refused": self.refused, "upstreamErrors": self.upstream_errors,
                 "callsWithUsage": self.calls_with_usage, "callsWithoutUsage": self.calls_without_usage,
                 "usage": usage.to_json() if usage else None, "exceeded": self.exceeded,
-                "exceededDetail": self.exceeded_detail, "elapsedMs": self.elapsed_ms}
+                "exceededDetail": self.exceeded_detail, "elapsedMs": self.elapsed_ms,
+                "zeroUsageCalls": self.zero_usage_calls, "emptyAnswers": self.empty_answers,
+                "retries": self.retries, "faults": list(self.faults), "unserved": list(self.unserved),
+                "unservedCount": self.unserved_count}
 
 
 class Meter:
@@ -115,6 +152,9 @@ class Meter:
         self._input = self._output = self._cached = 0
         self._exceeded: BudgetName | None = None
         self._detail: str | None = None
+        self._zero = self._empty = self._retries = self._unserved_count = 0
+        self._faults: list[dict[str, Any]] = []
+        self._unserved: list[str] = []
 
     def start(self) -> None:
         """Start the wall clock (the first call wins)."""
@@ -146,10 +186,31 @@ class Meter:
         with self._lock:
             self._refused += 1
 
-    def upstream_failed(self) -> None:
-        """Count an admitted call whose upstream failed."""
+    def retried(self) -> None:
+        """Count one upstream attempt made again after a transient fault."""
+        with self._lock:
+            self._retries += 1
+
+    def fault(self, call_index: int, fault: Fault, attempts: int) -> None:
+        """Count an admitted call whose upstream fault persisted past the retries."""
         with self._lock:
             self._upstream_errors += 1
+            if len(self._faults) < MAX_KEPT:
+                self._faults.append({"callIndex": call_index, "attempts": attempts, **fault.to_json()})
+
+    def unserved(self, what: str) -> None:
+        """Count a request the gateway could not serve (``"POST /path (404)"``)."""
+        with self._lock:
+            self._unserved_count += 1
+            if what not in self._unserved and len(self._unserved) < MAX_KEPT:
+                self._unserved.append(what)
+
+    def add_answer(self, answer: Answer) -> None:
+        """Add one successful call's answer as the lab reads it (``lab.providers.answer``)."""
+        self.add_usage(answer.usage)
+        with self._lock:
+            self._zero += answer.zero_usage
+            self._empty += answer.empty
 
     def add_usage(self, usage: Usage | None) -> None:
         """Add one successful call's reported usage (None: it reported none)."""
@@ -170,7 +231,9 @@ class Meter:
             cached = self._cached if self._with_usage and self._cached_reported == self._with_usage else None
             return GatewayStats(self._calls, self._refused, self._upstream_errors, self._with_usage,
                                 self._without_usage, self._input, self._output, cached, self._exceeded,
-                                self._detail, self._elapsed_ms())
+                                self._detail, self._elapsed_ms(), self._cached_reported, self._zero,
+                                self._empty, self._retries, tuple(self._faults), tuple(self._unserved),
+                                self._unserved_count)
 
     def _check(self) -> BudgetName | None:
         b = self.budget

@@ -21,13 +21,30 @@ errors are JSON ``{"error": {"message", "type", "code", "param"}}``:
                                do not retry it, so a well-behaved agent stops
  400   ``replay_divergence``   replay has no recording for this request (sticky)
  400   ``invalid_request``     the body is not a JSON object
+ 400   ``invalid_encoding``    the body does not decode as its Content-Encoding says
  401   ``unauthorized``        missing or wrong token
- 404   ``not_found``           any other route
- 502   ``upstream_error``      the provider could not be reached
+ 404   ``not_found``           any other route (the message names the routes)
+ 415   ``unsupported_encoding`` a Content-Encoding other than gzip, deflate, br, zstd
+ 500   ``internal_error``      a bug in the gateway (kept in ``internal_errors``)
+ 5xx   ``upstream_error``      a provider fault that persisted past the retries
+                               (``code``: its cause; the provider's status when
+                               it sent one, else 502)
  504   ``upstream_timeout``    the provider timed out
 =====  ======================  ================================================
 
-A budget exceeded or a replay divergence *halts* the run: :attr:`Gateway.halted`
+Provider faults (``lab.providers.answer``: error statuses, connection
+errors, in-band errors after HTTP 200, ``response.failed``, a stream without
+its terminal event, an oversize or undecodable answer) are retried as the
+built-in provider retries them (:class:`RetryPolicy`), as long as no output
+has reached the agent. One that persists is counted in
+:attr:`GatewayStats.faults`, answered as above (or, mid-stream, as an error
+event ending the stream) and halts the run (``upstream_fault``): the run is
+an infrastructure error, not the agent's failure. A provider's refusal of the
+request itself (``bad_request``: a 400 or an error object of that kind) is
+passed on as it came; the agent may well handle it. Requests the gateway
+cannot serve are kept by method, path and status (:attr:`GatewayStats.unserved`).
+
+A budget exceeded, a replay divergence or a persisting provider fault *halts* the run: :attr:`Gateway.halted`
 is set and ``on_halt`` is called once (on the gateway's thread; it must be
 quick and must not raise) so the lab can kill the agent's process group —
 some agents retry errors forever.
@@ -44,17 +61,23 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from aiohttp import web
 
 from lab.errors import CassetteMiss
+from lab.gateway.bodies import BodyEncodingError, decode_body
 from lab.gateway.errors import GatewayError, UpstreamError
-from lab.gateway.exchange import UpstreamReply, UsageTap, is_terminal
+from lab.gateway.exchange import UpstreamReply, body_exchange
 from lab.gateway.meter import BudgetName, GatewayBudget, GatewayStats, Meter
+from lab.gateway.policy import Halt, HaltReason, RetryPolicy
+from lab.gateway.stream import pass_stream
 from lab.gateway.upstream import Endpoint, Upstream, UpstreamRequest
+from lab.providers.answer import Answer, Fault, read_answer
+
+__all__ = ["Gateway", "GatewayAddress", "Halt", "HaltReason", "RetryPolicy", "new_token"]
+from lab.providers.faults import backoff_s
 from lab.replay.normalise import Api
 
 ROUTES: dict[str, tuple[Api, Endpoint]] = {
@@ -63,24 +86,6 @@ ROUTES: dict[str, tuple[Api, Endpoint]] = {
 }
 MAX_BODY_BYTES = 64 * 1024 * 1024
 START_TIMEOUT_S = 10.0
-
-HaltReason = Literal["maxTurns", "maxTokens", "maxWallMs", "replay_divergence"]
-
-
-@dataclass(frozen=True)
-class Halt:
-    """Why the gateway wants the agent ended.
-
-    Attributes:
-        reason: the budget exceeded, or ``replay_divergence``.
-        detail: one line, e.g. ``maxTurns: 3 of 3 calls used`` or the divergence message.
-        divergence: the divergence, when that is the reason.
-    """
-
-    reason: HaltReason
-    detail: str
-    divergence: CassetteMiss | None = None
-
 
 class GatewayAddress(NamedTuple):
     """Where the gateway listens.
@@ -114,6 +119,7 @@ class Gateway:
         models: ids listed by ``GET /v1/models``.
         clock: monotonic seconds for the wall budget check (the deadline timer
             itself runs on the event loop's clock).
+        retry: how transient upstream faults are retried (default: 2 retries, waiting).
 
     Raises:
         ValueError: neither TCP nor a socket path.
@@ -129,7 +135,8 @@ class Gateway:
     def __init__(self, upstream: Upstream, token: str, budget: GatewayBudget | None = None,
                  on_halt: Callable[[Halt], None] | None = None, *, tcp: bool = True,
                  socket_path: Path | None = None, models: Sequence[str] = (),
-                 clock: Callable[[], float] = time.monotonic, shutdown_timeout_s: float = 2.0) -> None:
+                 clock: Callable[[], float] = time.monotonic, shutdown_timeout_s: float = 2.0,
+                 retry: RetryPolicy | None = None) -> None:
         if not tcp and socket_path is None:
             raise ValueError("gateway: listen on TCP, a unix socket, or both")
         if not token:
@@ -140,6 +147,8 @@ class Gateway:
         self.tcp = tcp
         self.socket_path = socket_path
         self.models = tuple(models)
+        self.retry = retry or RetryPolicy()
+        self.internal_errors: list[BaseException] = []
         self.halted = threading.Event()
         self.halt: Halt | None = None
         self.callback_errors: list[BaseException] = []
@@ -202,9 +211,15 @@ class Gateway:
 
     def _run_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         asyncio.set_event_loop(loop)
+        loop.set_exception_handler(self._loop_exception)
         loop.run_forever()
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
+
+    def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """Errors the event loop would print (a connection lost in a callback): kept, not printed."""
+        exc = context.get("exception")
+        self.internal_errors.append(exc if isinstance(exc, BaseException) else RuntimeError(context.get("message")))
 
     def _close_loop(self) -> None:
         loop, thread = self._loop, self._thread
@@ -216,7 +231,9 @@ class Gateway:
     async def _listen(self) -> GatewayAddress:
         app = web.Application(client_max_size=MAX_BODY_BYTES)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
-        runner = web.AppRunner(app, access_log=None, shutdown_timeout=self._shutdown_timeout_s)
+        # auto_decompress off: request bodies are decoded by lab.gateway.bodies (zstd and br too).
+        runner = web.AppRunner(app, access_log=None, shutdown_timeout=self._shutdown_timeout_s,
+                               auto_decompress=False)
         await runner.setup()
         self._runner = runner
         base_url = None
@@ -259,27 +276,46 @@ class Gateway:
     # -- requests ------------------------------------------------------------
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._serve(request)
+        except asyncio.CancelledError:
+            raise
+        except ConnectionError:  # the agent left: nobody reads an answer; aiohttp drops it quietly
+            return web.Response(status=499, reason="Client Closed Request")
+        except Exception as exc:  # a bug in the lab: answered and kept, never a traceback on the console
+            self.internal_errors.append(exc)
+            return _error(500, "internal_error", f"the lab's gateway failed: {type(exc).__name__}: {exc}")
+
+    async def _serve(self, request: web.Request) -> web.StreamResponse:
         if not hmac.compare_digest(request.headers.get("Authorization", "").encode(), self._auth):
-            return _error(401, "unauthorized", "missing or wrong token: send Authorization: Bearer <run token>")
+            return self._unserved(request, 401, "unauthorized",
+                                  "missing or wrong token: send Authorization: Bearer <run token>", count=False)
         if request.headers.get("Upgrade", "").lower() == "websocket":
-            return _error(404, "not_found", "WebSocket connections are not served; use HTTP")
+            return self._unserved(request, 404, "not_found", "WebSocket connections are not served; use HTTP",
+                                  count=False)
         if request.method == "GET" and request.path == "/v1/models":
             return web.json_response({"object": "list", "data": [
                 {"id": m, "object": "model", "created": 0, "owned_by": "lab"} for m in self.models]})
         route = ROUTES.get(request.path)
         if request.method != "POST" or route is None:
-            return _error(404, "not_found", f"no route {request.method} {request.path}")
+            return self._unserved(request, 404, "not_found", f"no route {request.method} {request.path} "
+                                  f"(served: POST {', '.join(ROUTES)}, GET /v1/models)", count=False)
         return await self._model_call(request, *route)
 
     async def _model_call(self, request: web.Request, api: Api, endpoint: Endpoint) -> web.StreamResponse:
         raw = await request.read()
         try:
+            raw = decode_body(raw, request.headers.get("Content-Encoding"), MAX_BODY_BYTES)
+        except BodyEncodingError as exc:
+            status = 415 if exc.unsupported else 400
+            return self._unserved(request, status, "unsupported_encoding" if exc.unsupported else "invalid_encoding",
+                                  str(exc))
+        try:
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             body = None
         if not isinstance(body, dict):
-            self._meter.refuse()
-            return _error(400, "invalid_request", "the request body must be a JSON object")
+            return self._unserved(request, 400, "invalid_request", "the request body must be a JSON object")
         if self._divergence is not None:
             self._meter.refuse()
             return _error(400, "replay_divergence", str(self._divergence))
@@ -288,64 +324,80 @@ class Gateway:
             return self._budget_error(exceeded)
         call = UpstreamRequest(api, endpoint, body, raw, body.get("stream") is True, self._next_call)
         self._next_call += 1  # no await since admit(): handlers share one thread, so indices are dense
-        try:
-            reply = await self.upstream.send(call)
-        except CassetteMiss as exc:
-            self._divergence = exc
-            self._halt(Halt("replay_divergence", str(exc), exc))
-            return _error(400, "replay_divergence", str(exc))
-        except UpstreamError as exc:
-            self._meter.upstream_failed()
-            status, kind = (504, "upstream_timeout") if exc.cause == "timeout" else (502, "upstream_error")
-            return _error(status, kind, str(exc))
-        if reply.events is None:
-            return self._answer_body(api, reply)
-        return await self._answer_stream(request, api, reply)
+        attempt = 1
+        while True:
+            try:
+                reply = await self.upstream.send(call)
+            except CassetteMiss as exc:
+                self._divergence = exc
+                self._halt(Halt("replay_divergence", str(exc), exc))
+                return _error(400, "replay_divergence", str(exc))
+            except UpstreamError as exc:
+                fault = Fault("connect" if exc.cause == "stream" else exc.cause, "upstream", str(exc))
+                wait: float | None = None
+            else:
+                if reply.events is None:
+                    answer = read_answer(api, body_exchange(reply.status, reply.body))
+                    if answer.fault is None or answer.fault.cause == "bad_request":
+                        return self._answer_body(answer, reply)  # a refusal of the agent's request is its own
+                    fault, wait = answer.fault, reply.retry_after_s
+                else:
+                    outcome = await self._answer_stream(request, api, call.call_index, reply)
+                    if isinstance(outcome, web.StreamResponse):
+                        return outcome
+                    fault, wait = outcome, reply.retry_after_s
+            if fault.retried and attempt <= self.retry.max_retries:
+                self._meter.retried()
+                delay_s = backoff_s(attempt, wait) if self.retry.wait else 0.0
+                if delay_s:
+                    await asyncio.sleep(delay_s)
+                attempt += 1
+                continue
+            return self._fault_answer(call.call_index, fault, attempt)
+
+    def _unserved(self, request: web.Request, status: int, kind: str, message: str,
+                  count: bool = True) -> web.Response:
+        """Answer a request the gateway cannot serve; kept by method, path and status for the run's
+        record (``count``: also a refused model call)."""
+        if count:
+            self._meter.refuse()
+        self._meter.unserved(f"{request.method} {request.path} ({status} {kind})")
+        return _error(status, kind, message)
+
+    def _fault_answer(self, call_index: int, fault: Fault, attempts: int) -> web.Response:
+        """A fault that persisted: counted, the run halted, the agent told in the gateway's error shape."""
+        self._meter.fault(call_index, fault, attempts)
+        tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}"
+        self._halt(Halt("upstream_fault", f"call {call_index}: {fault.cause}: {fault.message}{tries}", fault=fault))
+        status = fault.status if fault.status is not None and fault.status >= 400 else (
+            504 if fault.cause == "timeout" else 502)
+        kind = "upstream_timeout" if fault.cause == "timeout" else "upstream_error"
+        return _error(status, kind, f"{fault.message}{tries}", code=fault.cause)
 
     def _budget_error(self, name: BudgetName) -> web.Response:
         detail = self._meter.snapshot().exceeded_detail or name
         self._halt(Halt(name, detail))
         return _error(400, "budget_exceeded", f"budget_exceeded: {detail}; the run is over")
 
-    def _answer_body(self, api: Api, reply: UpstreamReply) -> web.Response:
-        if 200 <= reply.status < 300:
-            tap = UsageTap(api)
-            tap.feed_body(reply.body)
-            self._meter.add_usage(tap.usage)
+    def _answer_body(self, answer: Answer, reply: UpstreamReply) -> web.Response:
+        if answer.fault is None:
+            self._meter.add_answer(answer)
         return web.Response(status=reply.status, body=reply.body, headers={"Content-Type": reply.content_type})
 
-    async def _answer_stream(self, request: web.Request, api: Api, reply: UpstreamReply) -> web.StreamResponse:
-        assert reply.events is not None
-        response = web.StreamResponse(status=reply.status, headers={
-            "Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        tap = UsageTap(api)
-        complete = settled = False
-        try:
-            await response.prepare(request)
-            async for event in reply.events:
-                tap.feed_event(event)
-                if not settled and is_terminal(api, event):
-                    self._meter.add_usage(tap.usage)  # settled before the agent can see the end
-                    settled = True
-                await response.write(event.encode())
-            complete = True
-        except UpstreamError:
-            self._meter.upstream_failed()
-        except ConnectionError:
-            pass  # the agent left; nothing to answer
-        finally:
-            await reply.events.aclose()
-        if complete:
-            if not settled:
-                self._meter.add_usage(tap.usage)
-            await response.write_eof()
-        elif request.transport is not None:
-            request.transport.abort()  # a broken stream must not end like a clean one
-        return response
+    async def _answer_stream(self, request: web.Request, api: Api, call_index: int,
+                             reply: UpstreamReply) -> web.StreamResponse | Fault:
+        def settle(answer: Answer) -> None:
+            self._meter.add_answer(answer)
+
+        def failed(fault: Fault) -> None:
+            self._meter.fault(call_index, fault, 1)
+            self._halt(Halt("upstream_fault", f"call {call_index}: {fault.cause}: {fault.message}", fault=fault))
+
+        return await pass_stream(request, api, reply, settle, failed)
 
 
-def _error(status: int, kind: str, message: str) -> web.Response:
-    body: dict[str, Any] = {"error": {"message": message, "type": kind, "code": kind, "param": None}}
+def _error(status: int, kind: str, message: str, code: str | None = None) -> web.Response:
+    body: dict[str, Any] = {"error": {"message": message, "type": kind, "code": code or kind, "param": None}}
     return web.json_response(body, status=status)
 
 

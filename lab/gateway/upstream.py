@@ -34,6 +34,8 @@ from httpx_sse import EventSource, SSEError
 from lab.gateway.errors import UpstreamError
 from lab.gateway.exchange import SseEvent, UpstreamReply, body_exchange, is_terminal, reply_from_exchange, sse_exchange
 from lab.providers.base import Exchange
+from lab.providers.faults import retry_after_s
+from lab.providers.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
 from lab.replay.matching import Matcher
 from lab.replay.normalise import Api, RequestNormaliser, fingerprint
 
@@ -93,6 +95,9 @@ class LiveUpstream:
         extra_headers: headers every call carries (e.g. an organisation id).
         proxy: an HTTP proxy URL, or None (the environment is never consulted).
         transport: an httpx transport for tests, or None.
+        max_response_bytes: the largest answer accepted (a body, or a stream's
+            data); a larger one is an ``UpstreamError`` of cause
+            ``response_too_large``, its bytes not kept.
     """
 
     base_url: str
@@ -103,6 +108,7 @@ class LiveUpstream:
     transport: httpx.AsyncBaseTransport | None = None
     model: str | None = None
     overridden: dict[str, int] = field(default_factory=dict)
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     _client: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
 
     async def send(self, request: UpstreamRequest) -> UpstreamReply:
@@ -141,21 +147,41 @@ class LiveUpstream:
             raise UpstreamError(f"upstream {self._where()}: {type(exc).__name__}: {self._scrub(str(exc))}",
                                 cause="connect") from None
         content_type = response.headers.get("content-type", "application/json")
+        wait = retry_after_s(response.headers)
         if response.is_success and content_type.partition(";")[0].strip() == "text/event-stream":
-            return UpstreamReply(response.status_code, "text/event-stream", events=self._events(response))
+            return UpstreamReply(response.status_code, "text/event-stream", events=self._events(response),
+                                 retry_after_s=wait)
         try:
-            body = await response.aread()
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > self.max_response_bytes:
+                    raise UpstreamError(self._too_large(size), cause="response_too_large")
+                chunks.append(chunk)
+            body = b"".join(chunks)
+        except httpx.DecodingError as exc:
+            raise UpstreamError(f"upstream {self._where()}: cannot decode the body: {exc}",
+                                cause="invalid_response") from None
         except httpx.HTTPError as exc:
             raise UpstreamError(f"upstream {self._where()}: body broke off: {type(exc).__name__}",
                                 cause="stream") from None
         finally:
             await response.aclose()
-        return UpstreamReply(response.status_code, content_type, body=self._scrub_bytes(body))
+        return UpstreamReply(response.status_code, content_type, body=self._scrub_bytes(body), retry_after_s=wait)
+
+    def _too_large(self, size: int) -> str:
+        return (f"upstream {self._where()}: the answer passed provider.max_response_bytes "
+                f"({self.max_response_bytes} bytes; {size} received, not kept)")
 
     async def _events(self, response: httpx.Response) -> AsyncGenerator[SseEvent, None]:
         source = EventSource(response).aiter_sse()
+        size = 0
         try:
             async for sse in source:
+                size += len(sse.data)
+                if size > self.max_response_bytes:
+                    raise UpstreamError(self._too_large(size), cause="response_too_large")
                 name = sse.event if sse.event and sse.event != "message" else None
                 yield SseEvent(self._scrub(sse.data), name)
         except (httpx.HTTPError, SSEError) as exc:
@@ -221,9 +247,13 @@ class RecordingUpstream:
     inner: Upstream
     normalise: RequestNormaliser
     observer: Callable[[RecordedCall], None]
+    _sent: int = field(default=0, init=False, repr=False)
 
     async def send(self, request: UpstreamRequest) -> UpstreamReply:
-        """Forward and record (see :class:`Upstream`)."""
+        """Forward and record (see :class:`Upstream`). Every attempt is a recording of its own,
+        numbered in the order sent (a call the gateway retried is recorded once per attempt)."""
+        request = dataclasses.replace(request, call_index=self._sent)
+        self._sent += 1
         reply = await self.inner.send(request)
         normalised = self.normalise(request.api, request.body)
         if reply.events is None:

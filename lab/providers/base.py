@@ -96,6 +96,9 @@ class Completion:
             such as ``: keepalive`` or ``ping``), skipped.
         stream_error: the message of an ``error:`` line or in-band error
             object the server sent in the stream, if any.
+        zero_usage: the server sent usage figures that cannot be measurements
+            (0 input tokens, or 0 output tokens beside output;
+            ``lab.providers.usage.implausible_zero``); ``usage`` is then None.
     """
 
     content: str | None
@@ -107,6 +110,7 @@ class Completion:
     extra: dict[str, Any] = field(default_factory=dict)
     skipped_frames: int = 0
     stream_error: str | None = None
+    zero_usage: bool = False
 
     def assistant_message(self, *, include_reasoning: bool = False) -> dict[str, Any]:
         """The message to append to the conversation (chat-completions shape).

@@ -29,6 +29,9 @@ from typing import Any, Literal
 Cause = Literal["rate_limited", "server", "bad_request"]
 
 MESSAGE_CHARS = 300
+BACKOFF_BASE_S = 0.5
+BACKOFF_CAP_S = 8.0
+RETRY_AFTER_CAP_S = 30.0
 RETRIED_STATUSES = frozenset({408, 409, 429})
 _RATE_WORDS = ("rate_limit", "ratelimit", "too_many")
 _BAD_WORDS = ("invalid", "not_found", "permission", "auth", "context_length", "content_filter",
@@ -100,6 +103,14 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
         if value >= 0:
             return value
     return None
+
+
+def backoff_s(attempt: int, retry_after: float | None) -> float:
+    """The wait before retry number ``attempt`` (1-based): the server's ``Retry-After`` capped at
+    ``RETRY_AFTER_CAP_S``, else a deterministic exponential backoff (0.5 s, 1 s, 2 s … capped at 8 s)."""
+    if retry_after is not None:
+        return min(retry_after, RETRY_AFTER_CAP_S)
+    return float(min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1)))
 
 
 def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:

@@ -61,24 +61,21 @@ from lab.errors import (
     ProviderResponseInvalid,
     ProviderTimeout,
 )
+from lab.providers.answer import in_band_fault
 from lab.providers.base import Exchange, Purpose
 from lab.providers.client import client_options, shared_client
 from lab.providers.faults import (
     ServerError,
-    error_cause,
+    backoff_s,
     error_from_body,
-    in_band_error,
     one_line,
     retried_status,
     retry_after_s,
     status_cause,
 )
 from lab.providers.transfer import ResponseTooLarge, capped, deadline_guard, drain_after_done, sse_fields
-from lab.providers.wire import DONE, parse_exchange
+from lab.providers.wire import DONE, parse_exchange, stream_partial
 
-BACKOFF_BASE_S = 0.5
-BACKOFF_CAP_S = 8.0
-RETRY_AFTER_CAP_S = 30.0
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024  # provider.max_response_bytes; no chat answer comes near it
 _EXCERPT_CHARS = 300
 
@@ -211,6 +208,8 @@ class OpenAICompatProvider:
                 if delay_s is None:
                     error = self._give_up(retry, attempt)
                     error.exchange = retry.exchange
+                    if retry.exchange is not None:  # the text before a mid-stream error is kept
+                        error.partial = stream_partial(retry.exchange)
                     raise error from retry.original
                 self.last_retries.append({"attempt": attempt, "status": retry.status, "cause": retry.cause,
                                           "reason": retry.reason, "delay_s": delay_s})
@@ -348,25 +347,20 @@ class OpenAICompatProvider:
                             status=status, server=server.to_json())
 
     def _check_in_band(self, exchange: Exchange) -> None:
-        """An error object inside an HTTP 2xx answer (JSON or mid-stream), classified like a status."""
-        server = in_band_error(exchange)
-        if server is None:
+        """An error object inside an HTTP 2xx answer (JSON or mid-stream), classified like a status
+        (``lab.providers.answer.in_band_fault``, the reading the gateway uses too)."""
+        fault = in_band_fault(exchange)
+        if fault is None or fault.server is None:
             return
-        cause = error_cause(server)
-        where = "in the stream" if exchange.get("type") == "sse" else "in the body"
-        label = f"error {where} after HTTP {exchange.get('status')}"
-        if cause == "bad_request":
-            raise ProviderError(f"{self.url}: {label}: {server.describe()}", cause=cause,
-                                status=exchange.get("status"), server=server.to_json())
-        raise _Retryable(cause, exchange.get("status"), None, label, server.describe(), server)
+        if fault.cause == "bad_request":
+            raise ProviderError(f"{self.url}: {fault.message}", cause=fault.cause, status=fault.status,
+                                server=fault.server.to_json(), partial=stream_partial(exchange))
+        raise _Retryable(fault.cause, fault.status, None, fault.shape, fault.detail, fault.server)
 
     def _retry_delay(self, retry: _Retryable, attempt: int, deadline: float) -> float | None:
         if attempt > self.max_retries:
             return None
-        if retry.retry_after_s is not None:
-            delay_s = min(retry.retry_after_s, RETRY_AFTER_CAP_S)
-        else:
-            delay_s = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (attempt - 1))
+        delay_s = backoff_s(attempt, retry.retry_after_s)
         if self._clock() + delay_s >= deadline:
             return None  # waiting would spend the rest of the budget
         return delay_s

@@ -113,3 +113,16 @@ def _count(value: Any) -> int | None:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return value if isinstance(value, int) and value >= 0 else None
+
+
+def implausible_zero(usage: Usage | None, produced_output: bool) -> bool:
+    """Whether ``usage`` reports 0 input tokens, or 0 output tokens for an answer that has output.
+
+    Every model call carries a prompt, so 0 input tokens is never a measurement;
+    neither is 0 output tokens beside text or a tool call. Some proxies send
+    such zeros in place of figures they do not have: they are read as *not
+    reported* (SPEC M4), never as a cost of $0.
+    """
+    if usage is None:
+        return False
+    return usage.input_tokens == 0 or (usage.output_tokens == 0 and produced_output)

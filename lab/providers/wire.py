@@ -15,7 +15,9 @@ Quirks of real servers the parser accepts (each has a test):
   (the tool calls still count);
 - usage in any place and shape ``lab.providers.usage`` reads, also inside
   ``x_groq`` or ``choices[0]``, merged field by field over the chunks;
-  usage not sent stays None, never 0;
+  usage not sent stays None, never 0; zeros that cannot be measurements
+  (0 input tokens, or 0 output tokens beside output) are not reported either
+  (``Completion.zero_usage``);
 - SSE data payloads that are not JSON (``: keepalive``, ``ping``, empty):
   skipped and counted (``Completion.skipped_frames``); a payload that starts
   like JSON (``{`` or ``[``) and does not parse still fails;
@@ -46,9 +48,9 @@ from typing import Any
 from lab.errors import ProviderError, ProviderResponseInvalid
 from lab.providers.base import Completion, Exchange, ToolCall
 from lab.providers.encode import DONE, dumps_compact
-from lab.providers.usage import merge_fields, parse_usage, usage_fields, usage_from_fields
+from lab.providers.usage import implausible_zero, merge_fields, parse_usage, usage_fields, usage_from_fields
 
-__all__ = ["DONE", "parse_exchange", "parse_usage"]
+__all__ = ["DONE", "parse_exchange", "parse_usage", "stream_partial"]
 
 _EXCERPT_CHARS = 200
 # The last stream parsed in each thread, keyed by its content (status, events, error lines):
@@ -106,6 +108,21 @@ def parse_exchange(exchange: Exchange) -> Completion:
         _last_stream.parsed = (key, completion)
         return completion
     raise ProviderResponseInvalid(f'exchange: field "type": expected "json" or "sse", got {kind!r}')
+
+
+def stream_partial(exchange: Exchange) -> dict[str, Any] | None:
+    """What a streamed answer carried before an error object in it (``{"content", "toolCalls"}``),
+    or None: not a stream, no error in it, or nothing before the error."""
+    if not isinstance(exchange, dict) or exchange.get("type") != "sse":
+        return None
+    try:
+        parse_exchange(exchange)
+    except ProviderResponseInvalid:
+        return None
+    except ProviderError as exc:
+        partial = exc.partial
+        return partial if partial and (partial.get("content") or partial.get("toolCalls")) else None
+    return None
 
 
 @dataclass
@@ -233,8 +250,10 @@ class _StreamAssembler:
                       for k, b in enumerate(self.calls))
         # [DONE] alone is no answer: without a finish reason it needs content or a tool call.
         complete = bool(self.finish) or (self.done and bool(text or calls))
+        usage = usage_from_fields(self.usage)
+        zero = implausible_zero(usage, bool(text or calls))
         return Completion(content=text or None, tool_calls=calls, finish_reason=finish,
-                          complete=complete, usage=usage_from_fields(self.usage),
+                          complete=complete, usage=None if zero else usage, zero_usage=zero,
                           reasoning_content=reasoning or None, extra=dict(self.extra),
                           skipped_frames=self.skipped, stream_error=self.stream_error)
 
@@ -261,10 +280,12 @@ def _parse_body(body: Any) -> Completion:
         raise ProviderResponseInvalid('response body: field "choices[0].message.tool_calls": expected a list')
     reasoning = message.get("reasoning_content", message.get("reasoning"))
     finish = choice.get("finish_reason")
-    return Completion(content=content, extra=_extras(message, _MESSAGE_FIELDS),
-                      tool_calls=tuple(_body_tool_call(c, k) for k, c in enumerate(raw_calls)),
+    tool_calls = tuple(_body_tool_call(c, k) for k, c in enumerate(raw_calls))
+    usage = parse_usage(body.get("usage"))
+    zero = implausible_zero(usage, bool(content or tool_calls))
+    return Completion(content=content, extra=_extras(message, _MESSAGE_FIELDS), tool_calls=tool_calls,
                       finish_reason=finish if isinstance(finish, str) else None,
-                      usage=parse_usage(body.get("usage")),
+                      usage=None if zero else usage, zero_usage=zero,
                       reasoning_content=reasoning if isinstance(reasoning, str) and reasoning else None)
 
 

@@ -113,20 +113,23 @@ class Recorder:
         try:
             exchange = self.inner.send(request, purpose=purpose, timeout_s=timeout_s)
         except ProviderError as exc:
-            if exc.exchange is not None:  # the answer was the failure: keep it so it replays
-                self._keep(request, purpose, exc.exchange, failed=True)
+            if exc.exchange is not None:  # the answer was the failure: keep it so it replays, as it was
+                self._keep(request, purpose, exc.exchange, failed=recorded_error(exc))
             raise
         self._keep(request, purpose, exchange)
         return exchange
 
     def _keep(self, request: dict[str, Any], purpose: Purpose, exchange: Exchange,
-              failed: bool = False) -> None:
+              failed: dict[str, Any] | None = None) -> None:
         normalised = self.normalise(request)
         call = {"schemaVersion": SCHEMA_VERSION, "type": "call", "index": len(self.calls),
                 "purpose": purpose, "fingerprint": fingerprint(normalised),
                 "request": normalised, "exchange": exchange}
-        if failed:
+        if self.last_retries:  # the retries made before this answer replay as retry events
+            call["retries"] = self.last_retries
+        if failed is not None:
             call["failed"] = True
+            call["error"] = failed
         headers = getattr(self.inner, "headers", None)
         if headers:  # extra request headers; credential ones are dropped when written
             call["requestHeaders"] = dict(headers)
@@ -148,6 +151,7 @@ class Replayer:
     source: str = "cassette"
     position: int = 0
     name: str = "replay"
+    last_retries: list[dict[str, Any]] = field(default_factory=list)
 
     def send(self, request: dict[str, Any], *, purpose: Purpose = "main",
              timeout_s: float | None = None) -> Exchange:
@@ -169,6 +173,9 @@ class Replayer:
                                f"recorded {rec!r}, actual {act!r}",
                                call_index=index, field=path, recorded=rec, actual=act)
         self.position += 1
+        self.last_retries = [dict(r) for r in recorded.get("retries") or []]
+        if recorded.get("failed") and isinstance(recorded.get("error"), dict):
+            raise replayed_error(recorded["error"], recorded["exchange"])
         exchange: Exchange = recorded["exchange"]
         return exchange
 
@@ -176,6 +183,32 @@ class Replayer:
     def unused(self) -> int:
         """Recorded calls the harness never made."""
         return len(self.calls) - self.position
+
+
+def recorded_error(exc: ProviderError) -> dict[str, Any]:
+    """A provider failure as a cassette keeps it: ``{"cause", "message", "status", "server", "partial"}``."""
+    return {"cause": exc.cause, "message": str(exc), "status": exc.status, "server": exc.server,
+            "partial": exc.partial}
+
+
+def replayed_error(error: dict[str, Any], exchange: Exchange) -> ProviderError:
+    """The failure :func:`recorded_error` kept, raised again with the same class, cause, message and partial."""
+    from lab import errors
+    from lab.providers.transfer import ResponseTooLarge
+
+    classes: dict[str, type[ProviderError]] = {
+        "rate_limited": errors.ProviderRateLimited, "auth": errors.ProviderAuthError,
+        "timeout": errors.ProviderTimeout, "invalid_response": errors.ProviderResponseInvalid,
+        "response_too_large": ResponseTooLarge}
+    cause = str(error.get("cause") or "provider")
+    server = error.get("server")
+    status = error.get("status")
+    exc = classes.get(cause, ProviderError)(str(error.get("message") or cause), cause=cause,
+                                            status=status if isinstance(status, int) else None,
+                                            server=server if isinstance(server, dict) else None,
+                                            partial=error.get("partial") if isinstance(error.get("partial"), dict) else None)
+    exc.exchange = exchange
+    return exc
 
 
 def divergence(recorded: Any, actual: Any) -> tuple[str, str | None, str | None]:

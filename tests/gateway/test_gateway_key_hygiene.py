@@ -22,7 +22,8 @@ def echo_credentials(request: Request, response: Response) -> None:
     if request.json().get("stream"):
         response.start(200, {"Content-Type": "text/event-stream", "X-Echo": seen}, chunked=True)
         response.write(f"event: response.created\ndata: {json.dumps({'auth': seen})}\n\n".encode())
-        response.write(b"data: [DONE]\n\n")
+        final = {"type": "response.completed", "response": {"id": seen, "status": "completed", "output": []}}
+        response.write(f"event: response.completed\ndata: {json.dumps(final)}\n\n".encode())
         response.end()
     else:
         response.send_json(401, {"error": {"message": f"bad key {seen}"}}, headers={"X-Echo": seen})

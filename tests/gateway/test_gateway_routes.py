@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import lab
-from lab.gateway import Gateway, GatewayError, LiveUpstream
+from lab.gateway import Gateway, GatewayError, LiveUpstream, RetryPolicy
 from tests.helpers.gateway_support import AUTH, TOKEN, sdk
 from tests.helpers.http_server import LocalHTTPServer, closed_port_url
 from tests.helpers.openai_stub import ScriptedStub, Turn
@@ -113,7 +113,9 @@ def test_an_unreachable_provider_is_502(make_gateway: MakeGateway) -> None:
 def test_a_connection_closed_without_an_answer_is_sent_again_once(make_gateway: MakeGateway,
                                                                    provider: LocalHTTPServer) -> None:
     # What a pooled keep-alive connection the provider closed while the agent worked looks like.
-    answers = iter([lambda resp: resp.close(), lambda resp: resp.send_json(200, {"id": "c", "choices": []})])
+    answer = {"id": "c", "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"},
+                                      "finish_reason": "stop"}]}
+    answers = iter([lambda resp: resp.close(), lambda resp: resp.send_json(200, answer)])
     provider.handler = lambda req, resp: next(answers)(resp)
     gateway = make_gateway()
 
@@ -126,22 +128,28 @@ def test_a_connection_closed_without_an_answer_is_sent_again_once(make_gateway: 
 def test_a_provider_that_always_closes_without_an_answer_is_502(make_gateway: MakeGateway,
                                                                 provider: LocalHTTPServer) -> None:
     provider.handler = lambda req, resp: resp.close()
-    gateway = make_gateway()
+    gateway = make_gateway(retry=RetryPolicy(max_retries=0))
 
     response = httpx.post(gateway.address.base_url + "/chat/completions", json={"model": "m"}, headers=AUTH)
 
     assert response.status_code == 502
     assert "RemoteProtocolError" in response.json()["error"]["message"]
-    assert len(provider.requests) == 2  # one send and one resend, no more
+    assert response.json()["error"]["code"] == "connect"
+    assert len(provider.requests) == 2  # one send and one resend, no more (no retries allowed here)
 
 
-def test_a_provider_error_passes_through(make_gateway: MakeGateway, provider: LocalHTTPServer) -> None:
-    provider.handler = lambda req, resp: resp.send_json(429, {"error": {"message": "slow down"}})
+def test_a_provider_refusal_of_the_request_passes_through(make_gateway: MakeGateway,
+                                                          provider: LocalHTTPServer) -> None:
+    body = {"error": {"message": "context too long", "type": "invalid_request_error",
+                      "code": "context_length_exceeded"}}
+    provider.handler = lambda req, resp: resp.send_json(400, body)
+    gateway = make_gateway()
 
-    response = httpx.post(make_gateway().address.base_url + "/responses", json={"model": "m"}, headers=AUTH)
+    response = httpx.post(gateway.address.base_url + "/responses", json={"model": "m"}, headers=AUTH)
 
-    assert response.status_code == 429
-    assert response.json() == {"error": {"message": "slow down"}}
+    assert response.status_code == 400
+    assert response.json() == body  # the agent's own business (it may compact and go on)
+    assert (gateway.stats.upstream_errors, gateway.halted.is_set()) == (0, False)
 
 
 def test_unix_socket_only(tmp_path_factory: pytest.TempPathFactory, make_gateway: MakeGateway,

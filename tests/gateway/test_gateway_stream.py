@@ -6,10 +6,11 @@ import threading
 from collections.abc import Callable
 
 import httpx
+import openai
 import pytest
 
 from lab.gateway import Gateway
-from tests.helpers.gateway_support import AUTH, sdk
+from tests.helpers.gateway_support import AUTH, Halts, sdk
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
 from tests.helpers.openai_stub import ScriptedStub, Turn
 
@@ -22,35 +23,38 @@ RESPONSES_EVENTS = [b'event: response.created\ndata: {"type": "response.created"
                     b'event: response.completed\ndata: {"type": "response.completed"}\n\n']
 
 
-def hold_after_first(events: list[bytes], release: threading.Event,
-                     waited: list[bool]) -> Callable[[Request, Response], None]:
-    """A handler that sends the first event, then waits until the test saw it, then the rest."""
+def hold_after_first(events: list[bytes], release: threading.Event, waited: list[bool],
+                     first: int) -> Callable[[Request, Response], None]:
+    """A handler that sends the events up to the first with output, waits until the test saw it, then the rest."""
 
     def handler(request: Request, response: Response) -> None:
         response.start(200, {"Content-Type": "text/event-stream"}, chunked=True)
-        response.write(events[0])
+        for event in events[:first]:
+            response.write(event)
         waited.append(release.wait(10))
-        for event in events[1:]:
+        for event in events[first:]:
             response.write(event)
         response.end()
 
     return handler
 
 
-@pytest.mark.parametrize(("endpoint", "events"), [("/chat/completions", CHAT_EVENTS),
-                                                  ("/responses", RESPONSES_EVENTS)])
-def test_the_first_event_arrives_before_the_provider_sends_the_second(
+# The events before the first one with output (Responses: response.created) are held back, so a
+# fault among them can still be retried; from the first output on, each event passes as it arrives.
+@pytest.mark.parametrize(("endpoint", "events", "first"), [("/chat/completions", CHAT_EVENTS, 1),
+                                                           ("/responses", RESPONSES_EVENTS, 2)])
+def test_the_first_output_arrives_before_the_provider_sends_more(
         make_gateway: MakeGateway, provider: LocalHTTPServer, release: threading.Event,
-        endpoint: str, events: list[bytes]) -> None:
+        endpoint: str, events: list[bytes], first: int) -> None:
     waited: list[bool] = []
-    provider.handler = hold_after_first(events, release, waited)
+    provider.handler = hold_after_first(events, release, waited, first)
     received = []
 
     with httpx.stream("POST", make_gateway().address.base_url + endpoint, headers=AUTH,
                       json={"model": "m", "stream": True}) as response:
         for line in response.iter_lines():
             received.append(line)
-            if line.startswith("data:"):
+            if sum(r.startswith("data:") for r in received) == first:
                 release.set()
 
     assert waited == [True], "the gateway held the first event back until the provider sent more"
@@ -103,8 +107,8 @@ def test_a_call_without_usage_makes_the_total_unknown(make_gateway: MakeGateway,
     assert stats.usage is None
 
 
-def test_a_stream_the_provider_breaks_does_not_end_cleanly(make_gateway: MakeGateway,
-                                                           provider: LocalHTTPServer) -> None:
+def test_a_stream_the_provider_breaks_after_output_ends_with_an_error_event(
+        make_gateway: MakeGateway, provider: LocalHTTPServer, halts: Halts) -> None:
     def handler(request: Request, response: Response) -> None:
         response.start(200, {"Content-Type": "text/event-stream"}, chunked=True)
         response.write(CHAT_EVENTS[0])
@@ -113,10 +117,12 @@ def test_a_stream_the_provider_breaks_does_not_end_cleanly(make_gateway: MakeGat
     provider.handler = handler
     gateway = make_gateway()
 
-    with pytest.raises(httpx.RemoteProtocolError):
-        with httpx.stream("POST", gateway.address.base_url + "/chat/completions", headers=AUTH,
-                          json={"model": "m", "stream": True}) as response:
-            for _ in response.iter_lines():
-                pass
+    with sdk(gateway.address.base_url) as client, pytest.raises(openai.APIError) as raised:
+        for _ in client.chat.completions.create(model="m", messages=[], stream=True):
+            pass
 
-    assert gateway.stats.upstream_errors == 1
+    # The output already reached the agent: not retried; the agent gets a well-formed error.
+    assert len(provider.requests) == 1
+    assert "stream broke off" in str(raised.value)
+    assert gateway.stats.upstream_errors == 1 and gateway.stats.faults[0]["cause"] == "connect"
+    assert [h.reason for h in halts.calls] == ["upstream_fault"]

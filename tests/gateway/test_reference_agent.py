@@ -109,3 +109,36 @@ def test_a_recorded_run_replays_twice_without_the_provider(make_gateway: MakeGat
 def workspaces(tmp_path: Path) -> None:
     for name in ("live", "replay0", "replay1"):
         (tmp_path / name).mkdir()
+
+
+def raw_sse(path: str) -> Callable[..., None]:
+    body = (Path(__file__).resolve().parents[1] / "providers" / "fixtures" / path).read_bytes()
+    return lambda request, response: (response.start(200, {"Content-Type": "text/event-stream"}),
+                                      response.write(body), response.end())
+
+
+def test_the_answer_comes_from_the_streamed_items_when_completed_carries_none(
+        make_gateway: MakeGateway, provider: LocalHTTPServer, tmp_path: Path) -> None:
+    # response.completed with "output": [] after the text arrived in response.output_item.done
+    provider.handler = raw_sse("responses_empty_output.sse")
+
+    result = run_agent(make_gateway(), tmp_path, "--api", "responses", "--stream")
+
+    assert (result.returncode, result.stdout) == (0, "All tests pass.\n"), result.stderr
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_an_empty_final_answer_is_never_claimed_and_is_an_incident(make_gateway: MakeGateway,
+                                                                   provider: LocalHTTPServer, tmp_path: Path,
+                                                                   api: str) -> None:
+    from lab.execute.gateway_verdict import gateway_incidents
+
+    provider.handler = ScriptedStub([Turn(text="")])
+    gateway = make_gateway()
+
+    result = run_agent(gateway, tmp_path, "--api", api, "--stream")
+
+    assert (result.returncode, result.stdout) == (1, "")  # exit 1: no claim of success
+    assert "final answer is empty" in result.stderr
+    assert gateway.stats.empty_answers == 1
+    assert [i["kind"] for i in gateway_incidents(gateway.stats)] == ["empty_response"]

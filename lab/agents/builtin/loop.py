@@ -177,7 +177,9 @@ class _Agent:
             self.log.incident("unencodable_text", f"turn {turn}: {replaced} code point(s) UTF-8 cannot "
                               "encode (lone surrogates) replaced by U+FFFD")
         if first_unreported:
-            self.log.incident("usage_unreported", f"turn {turn}: the provider reported no usage; "
+            what = ("reported 0 tokens for a call that carried a prompt and produced output (not a "
+                    "measurement: read as not reported)" if done.zero_usage else "reported no usage")
+            self.log.incident("usage_unreported", f"turn {turn}: the provider {what}; "
                               "maxTokens is not enforced for the rest of the run")
         if not done.complete:
             return _Stop("error", error=incomplete_error(turn, done))

@@ -16,7 +16,10 @@ the Responses API (``--api responses``, full history in every request, no
 
 Exit status: 0 when the model answered without a tool call (the final
 answer is printed on stdout: the agent claims success); 1 when the API
-failed or answered something unusable; 2 on a usage error; 3 when
+failed or answered something unusable (an empty final answer included: it is
+never claimed as success). Over the Responses API the answer is assembled
+from the streamed output items when ``response.completed`` carries an empty
+``output``; 2 on a usage error; 3 when
 ``--max-turns`` model calls did not reach a final answer. A trace of tool
 calls goes to stderr. Run as a program, it ends with ``os._exit`` once its
 output is flushed and its client closed: the interpreter's own teardown
@@ -136,13 +139,21 @@ def chat_turn(client: openai.OpenAI, args: argparse.Namespace,
     return ("".join(content) or None), [calls_by_index[i] for i in sorted(calls_by_index)]
 
 
+def final_answer(text: str) -> int:
+    """Print the final answer and claim success (0); an empty answer is no success (1)."""
+    if not text.strip():
+        print("reference agent: the model's final answer is empty (no text and no tool call)", file=sys.stderr)
+        return 1
+    print(text)
+    return 0
+
+
 def run_chat(client: openai.OpenAI, args: argparse.Namespace, prompt: str, tools: Tools) -> int:
     messages: list[Any] = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
     for turn in range(args.max_turns):
         content, calls = chat_turn(client, args, messages)
         if not calls:
-            print(content or "")
-            return 0
+            return final_answer(content or "")
         messages.append({"role": "assistant", "content": content, "tool_calls": calls})
         for call in calls:
             name, arguments = call["function"]["name"], call["function"]["arguments"]
@@ -154,19 +165,26 @@ def run_chat(client: openai.OpenAI, args: argparse.Namespace, prompt: str, tools
 
 def responses_turn(client: openai.OpenAI, args: argparse.Namespace, items: list[Any]) -> list[dict[str, Any]]:
     """One Responses-API call; returns the output items as input-ready dicts."""
-    if args.stream:
-        final = None
-        for event in client.responses.create(model=args.model, instructions=SYSTEM_PROMPT, input=items,
-                                             tools=responses_tools(), stream=True):
-            if event.type == "response.completed":
-                final = event.response
-        if final is None:
-            raise RuntimeError("the stream ended without response.completed")
-        response = final
-    else:
+    if not args.stream:
         response = client.responses.create(model=args.model, instructions=SYSTEM_PROMPT, input=items,
                                            tools=responses_tools())
-    return [item.model_dump(mode="json", exclude_none=True) for item in response.output]
+        return [item.model_dump(mode="json", exclude_none=True) for item in response.output]
+    final = None
+    streamed: dict[int, dict[str, Any]] = {}
+    for event in client.responses.create(model=args.model, instructions=SYSTEM_PROMPT, input=items,
+                                         tools=responses_tools(), stream=True):
+        if event.type == "response.output_item.done":
+            streamed[event.output_index] = event.item.model_dump(mode="json", exclude_none=True)
+        elif event.type in ("response.completed", "response.incomplete"):
+            final = event.response
+        elif event.type == "response.failed":
+            error = event.response.error
+            raise RuntimeError(f"response.failed: {error.message if error else 'no error given'}")
+    if final is None:
+        raise RuntimeError("the stream ended without response.completed")
+    output = [item.model_dump(mode="json", exclude_none=True) for item in final.output]
+    # Some servers send response.completed with an empty output: the items streamed are the answer.
+    return output or [streamed[i] for i in sorted(streamed)]
 
 
 def run_responses(client: openai.OpenAI, args: argparse.Namespace, prompt: str, tools: Tools) -> int:
@@ -176,9 +194,8 @@ def run_responses(client: openai.OpenAI, args: argparse.Namespace, prompt: str, 
         items += output
         calls = [item for item in output if item.get("type") == "function_call"]
         if not calls:
-            print("".join(part.get("text", "") for item in output if item.get("type") == "message"
-                          for part in item.get("content", []) if part.get("type") == "output_text"))
-            return 0
+            return final_answer("".join(part.get("text", "") for item in output if item.get("type") == "message"
+                                        for part in item.get("content", []) if part.get("type") == "output_text"))
         for call in calls:
             print(f"turn {turn}: {call['name']} {call['arguments'][:200]}", file=sys.stderr)
             items.append({"type": "function_call_output", "call_id": call["call_id"],
@@ -199,6 +216,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--tool-timeout", type=float, default=60.0, help="seconds per shell command")
     parser.add_argument("--max-output", type=int, default=10000, help="characters of tool output kept")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per model call")
+    parser.add_argument("--base-url", default=None, help="the API's base URL (default: $OPENAI_BASE_URL)")
     return parser.parse_args(argv)
 
 
@@ -214,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reference agent: cannot read the prompt file: {exc}", file=sys.stderr)
         return 2
     # One client for the whole run: every call reuses its keep-alive connection.
-    client = openai.OpenAI(api_key=key, base_url=os.environ.get("OPENAI_BASE_URL") or None,
+    client = openai.OpenAI(api_key=key, base_url=args.base_url or os.environ.get("OPENAI_BASE_URL") or None,
                            timeout=args.timeout)
     tools = Tools(Path.cwd(), args.tool_timeout, args.max_output)
     try:
