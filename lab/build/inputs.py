@@ -53,7 +53,8 @@ def command_agent_identity(prep: Any) -> dict[str, Any]:
         from lab.agents.identity import agent_identity
 
         prep.agent = agent_identity(CommandPreset.from_config(prep.ctx.config.data["agent"]), paths.data_dir())
-    return prep.agent
+    identity: dict[str, Any] = prep.agent
+    return identity
 
 
 def _cassette(ctx: Any, task_id: str) -> Any:

@@ -292,23 +292,28 @@ def dump_cassette(header: dict[str, Any], calls: list[dict[str, Any]]) -> bytes:
 def redact_cassette(header: dict[str, Any], calls: list[dict[str, Any]], *, env: Mapping[str, str],
                     credential_env: Iterable[str] = ()) -> tuple[dict[str, Any], list[dict[str, Any]],
                                                                  list[dict[str, str]]]:
-    """The cassette as written: credential headers dropped, secrets in bodies replaced (R4).
+    """The cassette as written: credential headers dropped, secrets in bodies replaced, home and
+    temp paths scrubbed (R4; :mod:`lab.replay.scrub`).
 
     Request headers that carry credentials (``authorization``, ``api-key``,
     ``x-api-key``, ``x-goog-api-key``, cookies, any whose value holds a
     secret) are dropped and named in the call's ``droppedHeaders``; every
     secret in the header, requests and exchanges becomes its marker
-    (``<secret:github-token>``). Requests were already redacted by the
-    Normaliser, so fingerprints stay those of what is written.
+    (``<secret:github-token>``), a key split across a stream's deltas
+    included; home and temp paths (``env``'s ``HOME``, the temp dir, any
+    ``/home/<user>``) become ``<home>``/``<tmp>``. Requests were already
+    scrubbed by the normaliser, so fingerprints stay those of what is written.
 
     Returns:
         (header, calls, replacements) where each replacement is ``{"field", "kind"}``
         (never the value).
     """
     from lab.export.secrets import SecretScanner
+    from lab.replay.scrub import path_bases_of, scrub_call
 
     scanner = SecretScanner(env=env, credential_env=credential_env)
-    header, hits = scanner.redact(header, field="header")
+    bases = path_bases_of(env)
+    header, hits = scrub_call(header, scanner, bases, field="header")
     written = []
     for call in calls:
         call = dict(call)
@@ -317,7 +322,7 @@ def redact_cassette(header: dict[str, Any], calls: list[dict[str, Any]], *, env:
             call["requestHeaders"] = kept
             if dropped:
                 call["droppedHeaders"] = dropped
-        call, call_hits = scanner.redact(call, field=f"calls[{call['index']}]")
+        call, call_hits = scrub_call(call, scanner, bases, field=f"calls[{call['index']}]")
         hits += call_hits
         written.append(call)
     return header, written, [h.to_json() for h in hits]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from omegaconf import OmegaConf
 
 from lab.build.multirun import combinations, hydra_overrides, job_overrides
