@@ -18,6 +18,7 @@ import pytest
 from lab.agents.command import CommandPreset
 from lab.agents.identity import agent_identity
 from lab.config.compose import compose_config
+from lab.report.markdown import agent_text
 
 
 def preset(*extra: str) -> CommandPreset:
@@ -103,3 +104,10 @@ def test_an_npm_agent_reports_its_package_json_version_and_digests_its_lock(tmp_
 def test_a_missing_program_still_has_an_identity(tmp_path: Path) -> None:
     identity = agent_identity(preset('agent.command.argv=["no-such-agent-program","{model}"]'), tmp_path)
     assert identity["executable"] is None and len(identity["digest"]) == 64
+
+
+def test_the_report_names_the_version_the_package_reports_and_the_digest() -> None:
+    agent = {"name": "aider", "kind": "command", "version": "0.86.2", "reported": "0.86.3",
+             "digest": "3f2a9c1e0b7d" + "0" * 52, "executable": "/x/bin/aider"}
+    assert agent_text(agent) == "aider 0.86.2 (reports 0.86.3, digest 3f2a9c1e0b7d)"
+    assert agent_text({"name": "builtin", "kind": "builtin", "version": None}) == "builtin"
