@@ -10,9 +10,10 @@ is one provider call::
      "fingerprint": "<sha256 of the normalised request>", "request": {…}, "exchange": {…}}
 
 Requests are stored normalised (per-run paths → ``<workspace>``, the task's
-``replayNormalize`` rules applied to tool output, secrets replaced by their
-markers), so a cassette holds no machine paths and replays on any machine.
-Exchanges are stored as received, secrets redacted (:func:`redact_cassette`).
+``replayNormalize`` rules applied to tool output, home and temp paths
+replaced, secrets replaced by their markers), so a cassette holds no machine paths and replays on any machine.
+Exchanges are stored as received, secrets redacted (a key split across a
+stream's deltas too) and home and temp paths scrubbed (:func:`redact_cassette`).
 Requests are matched as JSON values (``lab.replay.fingerprint``).
 """
 
