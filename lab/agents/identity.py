@@ -34,6 +34,7 @@ from typing import Any
 from lab.agents.command import CommandPreset, agent_prefix, placeholder_values, render, resolve_program
 
 DIST_NAME = re.compile(r"[-_.]+")
+RUN_PLACEHOLDERS = ("prompt", "prompt_file", "model", "base_url", "home")
 
 
 def agent_identity(preset: CommandPreset, data_dir: Path) -> dict[str, Any]:
@@ -48,9 +49,14 @@ def agent_identity(preset: CommandPreset, data_dir: Path) -> dict[str, Any]:
     """
     from lab.stamps import shared_digests
 
-    values = placeholder_values(preset)
+    # A run's own values (its prompt file, its HOME) are not known here: a NUL names no file, so an
+    # argument built from one is never taken for the agent's script.
+    values = placeholder_values(preset, **dict.fromkeys(RUN_PLACEHOLDERS, "\0"))
     argv = render(preset.argv, values)
-    executable = resolve_program(preset, data_dir, argv[0]) if argv else None
+    try:
+        executable = resolve_program(preset, data_dir, argv[0]) if argv else None
+    except ValueError:  # argv[0] built from a run's own value ("{home}/bin/agent"): known per run only
+        executable = None
     parts: list[tuple[str, str]] = []
     if executable is not None:
         parts.append(("executable", executable))
