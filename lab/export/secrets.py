@@ -91,9 +91,10 @@ EXTRA_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("Basic Auth Credentials", re.compile(r"[A-Za-z0-9+.-]://[^\s:/@\"'<>]*:([^\s/@\"'<>]+)@")),
     ("NPM Token", re.compile(r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
     # A key as providers echo it in a 401 body: a visible prefix, a run of asterisks, a visible
-    # suffix ("Incorrect API key provided: sk-proj-****…abcd"). The six asterisks are literal, so the
-    # shape hint looks for "******" alone; the bounded prefix keeps each start's attempt short.
-    (MASKED_KIND, re.compile(r"(?<![A-Za-z0-9_*-])[A-Za-z0-9][A-Za-z0-9_-]{1,23}\*\*\*\*\*\*\**"
+    # suffix ("Incorrect API key provided: sk-proj-****…abcd"; DeepSeek shows no prefix: "****abcd").
+    # The four asterisks are literal, so the shape hint looks for "****" alone; the bounded prefix
+    # keeps each start's attempt short.
+    (MASKED_KIND, re.compile(r"(?<![A-Za-z0-9_*-])(?:[A-Za-z0-9][A-Za-z0-9_-]{0,23})?\*\*\*\*\**"
                              r"[A-Za-z0-9_-]{2,8}(?![A-Za-z0-9_*-])")),
 )
 PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
