@@ -12,8 +12,9 @@ r"""Paths that name a person or a machine, in any text the lab writes out (SPEC 
   ``$TMPDIR`` or ``%TEMP%``), by ``pytest-of-<user>``;
 
 and each of these also written with JSON-escaped slashes (``\/home\/alice\/x``,
-as PHP's ``json_encode`` and some proxies write them): the escaped path is
-read as a path, scrubbed, and written back escaped. Used by exports (which
+as PHP's ``json_encode`` and some proxies write them; ``\\\/`` when escaped
+twice) or percent-encoded ones (``%2Fhome%2Falice%2Fx`` in a URL): the
+escaped path is read as a path, scrubbed, and written back escaped. Used by exports (which
 then shorten any other absolute path, ``lab.export.bundle``) and by cassettes
 (``lab.replay.scrub``). Every pass is one regex substitution, linear in the text.
 """
@@ -38,6 +39,13 @@ PYTEST_PLACEHOLDER = "pytest-of-<user>"
 # (file:\/\/\/home\/…, C:\/Users\/…), bounded so each start costs a few characters at most.
 ESCAPED_PATH = re.compile(r"(?<![\w.~:<>/\\-])(?:[A-Za-z][A-Za-z0-9+.-]{0,15}:)?(\\+)/[^\s\"'`<>|;,()\[\]{}\\]*"
                           r"(?:\1/[^\s\"'`<>|;,()\[\]{}\\]*)*")
+
+
+# The same with percent-encoded slashes (a path in a URL's query: ?path=%2Fhome%2Falice%2Fx); a
+# component ends at the next "%2F" (tried once per character: linear).
+_PERCENT_PART = r"(?:(?!%2[Ff])[^\s\"'`<>|;,()\[\]{}\\/&?=#])*"
+PERCENT_PATH = re.compile(r"(?<![\w.~:<>/%\\-])(?:[A-Za-z][A-Za-z0-9+.-]{0,15}(?::|%3[Aa]))?(%2[Ff])"
+                          + _PERCENT_PART + r"(?:%2[Ff]" + _PERCENT_PART + r")*")
 
 
 def path_bases(run_dir: Path | None, *, home: Path, tmp: Path) -> list[tuple[str, str]]:
@@ -68,7 +76,16 @@ def user_paths(text: str, bases: list[tuple[str, str]], *, then: Callable[[str],
 
     if "\\/" in text:
         text = ESCAPED_PATH.sub(lambda m: _escaped(m, plain), text)
+    if "%2F" in text or "%2f" in text:
+        text = PERCENT_PATH.sub(lambda m: _percent(m, plain), text)
     return plain(text)
+
+
+def _percent(match: re.Match[str], plain: Callable[[str], str]) -> str:
+    """A percent-encoded path read with plain slashes, rewritten, and encoded again."""
+    escape = match.group(1)
+    text = re.sub("%2[Ff]", "/", match.group(0))
+    return plain(text).replace("/", escape)
 
 
 def _escaped(match: re.Match[str], plain: Callable[[str], str]) -> str:

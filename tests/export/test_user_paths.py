@@ -27,6 +27,8 @@ BASES = path_bases(Path("/R/run"), home=Path("/R/home/u"), tmp=Path("/tmp"))
     ("\\/opt\\/ci\\/runner-7\\/src\\/a.py", "<path>\\/src\\/a.py"),
     ("file:\\/\\/\\/home\\/alice\\/x", "file:\\/\\/<home>\\/x"),
     ("http:\\/\\/example.com\\/a", "http:\\/\\/example.com\\/a"),
+    ("open?path=%2Fhome%2Ffirst%20last%2Fa.py&x=1", "open?path=<home>%2Fa.py&x=1"),
+    ("https://example.com/search?q=a%2Fb", "https://example.com/search?q=a%2Fb"),
 ])
 def test_each_spelling_in_an_export(text: str, expected: str) -> None:
     assert placeholder_paths(text, BASES) == expected
@@ -49,7 +51,8 @@ def spellings(user: str, rest: list[str]) -> list[str]:
     windows = [f"C:\\Users\\{user}\\{tail}", f"C:\\\\Users\\\\{user}\\\\{tail}",
                f"C:\\Users\\x\\AppData\\Local\\Temp\\pytest-of-{user}\\pytest-2"]
     escaped = [p.replace("/", "\\/") for p in plain]
-    return plain + windows + escaped + [json.dumps(p)[1:-1] for p in plain + windows + escaped]
+    encoded = [p.replace("/", "%2F") for p in plain] + [p.replace("/", "%2f") for p in plain[:1]]
+    return plain + windows + escaped + encoded + [json.dumps(p)[1:-1] for p in plain + windows + escaped]
 
 
 @settings(max_examples=60, deadline=None)
@@ -57,7 +60,7 @@ def spellings(user: str, rest: list[str]) -> list[str]:
        trail=st.sampled_from(["", " ", "'", '"', ")", ",", ".", "\n"]))
 def test_no_spelling_of_a_user_path_keeps_the_name(user: str, rest: list[str], lead: str, trail: str) -> None:
     for path in spellings(user, rest):
-        if ESCAPED_SLASH in path and "/" in lead:
+        if (ESCAPED_SLASH in path or "%2" in path) and "/" in lead:
             continue  # file:// before an escaped path is escaped too: the parametrized case above
         text = lead + path + trail
         assert user not in placeholder_paths(text, BASES), text
