@@ -68,9 +68,9 @@ def write_agent_cassette(ctx: Any, task: Task, preset: CommandPreset, calls: lis
     a key split across streamed deltas included, and noted in ``record["redactions"]``.
 
     Raises:
-        CassetteError: over the size limits.
+        CassetteError: over the size limits, or a secret the redaction left (never expected).
     """
-    from lab.replay.cassette import dump_cassette, redact_cassette, write_cassette
+    from lab.replay.cassette import check_secrets, dump_cassette, redact_cassette, write_cassette
 
     path = agent_cassette_path(ctx.cassette_dir, ctx.suite.id, preset.name, task.id)
     header = hooks.header(ctx, task)
@@ -80,6 +80,7 @@ def write_agent_cassette(ctx: Any, task: Task, preset: CommandPreset, calls: lis
              for c in sorted(calls, key=lambda c: c.index)]
     key_env = [ctx.config.data["provider"].get("api_key_env") or ""]
     header, lines, replaced = redact_cassette(header, lines, env=ctx.env, credential_env=key_env)
+    check_secrets(header, lines, source=str(path), env=ctx.env, credential_env=key_env)  # a last guard (R4)
     if replaced:
         record["redactions"] = [*(record.get("redactions") or []), *({"file": "cassette", **hit} for hit in replaced)]
     header["recordedAt"] = hooks.recorded_at(path, header, lines)

@@ -334,18 +334,25 @@ def check_secrets(header: dict[str, Any], calls: list[dict[str, Any]], *, source
     """Refuse a cassette that holds a secret (R4).
 
     Scans the header and every call (request headers, request body,
-    exchange) for known key shapes (detect-secrets) and the exact values of
-    credentials in ``env``.
+    exchange, and the assembled text of each streamed delta channel, so a key
+    split across deltas counts) for known key shapes (detect-secrets) and the
+    exact values of credentials in ``env``. The writers call it after
+    :func:`redact_cassette`, as a last guard.
 
     Raises:
         CassetteError: naming the call and the field of each hit, never the value.
     """
-    from lab.export.secrets import SecretScanner, describe_hits
+    from lab.export.secrets import SecretHit, SecretScanner, describe_hits
+    from lab.replay.scrub import stream_texts
 
     scanner = SecretScanner(env=env, credential_env=credential_env)
     hits = scanner.scan(header, field="header")
     for call in calls:
         hits += scanner.scan(call, field=f"calls[{call['index']}]")
+        exchange = call.get("exchange")
+        if isinstance(exchange, dict) and exchange.get("type") == "sse":
+            hits += [SecretHit(f"calls[{call['index']}].exchange.events", kind)
+                     for text in stream_texts(exchange) for kind in scanner.kinds(text)]
     if hits:
         raise CassetteError(f"{source}: refused to write a cassette holding a secret: {describe_hits(hits)}")
 

@@ -126,6 +126,18 @@ def rewrite_stream(exchange: dict[str, Any], rewrite: Callable[[str], str]) -> d
     return {**exchange, "events": rewritten}
 
 
+def stream_texts(exchange: dict[str, Any]) -> list[str]:
+    """The assembled text of each delta channel of an SSE exchange (what a join of its deltas gives)."""
+    texts: list[str] = []
+
+    def keep(text: str) -> str:
+        texts.append(text)
+        return text
+
+    rewrite_stream(exchange, keep)
+    return texts
+
+
 def _delta_leaves(value: Any, path: tuple[Step, ...], labels: tuple[Any, ...] = (), inside: bool = False
                   ) -> Iterator[tuple[tuple[Any, ...], tuple[Step, ...]]]:
     """(channel, path) of every string under a ``delta`` key. The channel is the path with each

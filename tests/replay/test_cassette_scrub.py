@@ -184,3 +184,16 @@ masked_keys = st.builds(lambda prefix, stars, suffix: prefix + "*" * stars + suf
 def test_a_masked_key_is_replaced_whatever_its_prefix_length_and_suffix(key: str, lead: str, tail: str) -> None:
     text, _ = SecretScanner(env={}).redact_text(f"{lead}{key}{tail}")
     assert text == f"{lead}<secret:masked-api-key>{tail}"
+
+
+def test_the_last_guard_refuses_a_key_split_across_deltas_that_was_not_redacted() -> None:
+    import pytest
+
+    from lab.errors import CassetteError
+    from lab.replay.cassette import check_secrets
+
+    exchange = chat_stream(f"key {SK_PROJ}", pieces=9)
+    with pytest.raises(CassetteError, match=r"calls\[0\]\.exchange\.events \(sk- API key"):
+        check_secrets(dict(HEADER), [call(exchange)], source="t.jsonl", env={})
+    _, calls, _ = written([call(exchange)])
+    check_secrets(dict(HEADER), calls, source="t.jsonl", env={})  # redacted: nothing left to refuse
