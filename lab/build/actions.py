@@ -169,6 +169,10 @@ def _execute(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any], ident: d
         ctx.events.emit("run_cancelled", **ident)
         return None  # no record: the next identical command runs it again
     record["inputs"] = inputs
+    if "agent" in inputs and isinstance(record.get("agent"), dict):  # the program measured
+        identity = inputs["agent"]
+        record["agent"].update(executable=identity["executable"], digest=identity["digest"],
+                               reported=identity["reported"])
     write_json(target, record)
     notify_record(record)
     forgotten_marker(target).unlink(missing_ok=True)
@@ -226,10 +230,22 @@ def report_header(prep: Any) -> dict[str, Any]:
             "mode": ctx.config.mode, "sandbox": ctx.sandbox_name(),
             "k": prep.k, "seed": ctx.config.seed,
             "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
-            "agent": {"name": agent["name"], "kind": agent.get("kind", "builtin"),
-                      "version": agent.get("version")},
+            "agent": _agent_header(prep),
             "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs}),
             "execution": {"jobs": int(ctx.config.data["jobs"]), "machine": machine_id()}}
+
+
+def _agent_header(prep: Any) -> dict[str, Any]:
+    """The agent a report measured: name, kind, pinned version; for a command agent also the
+    resolved executable, the digest of its files and the version its package reports."""
+    agent = prep.ctx.config.data["agent"]
+    header = {"name": agent["name"], "kind": agent.get("kind", "builtin"), "version": agent.get("version")}
+    if header["kind"] == "command":
+        from lab.build.inputs import command_agent_identity
+
+        identity = command_agent_identity(prep)
+        header.update(executable=identity["executable"], digest=identity["digest"], reported=identity["reported"])
+    return header
 
 
 def machine_id() -> str:

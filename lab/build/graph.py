@@ -47,6 +47,8 @@ class Prepared:
     paths: dict[Any, Path] = field(default_factory=dict)
     cassettes: dict[str, str | None] = field(default_factory=dict)
     """The sha256 of each task's cassette this command replays, by task id (k runs share one)."""
+    agent: dict[str, Any] | None = None
+    """A command agent's identity (:func:`lab.agents.identity.agent_identity`), taken once per command."""
 
     @property
     def report_dir(self) -> Path:

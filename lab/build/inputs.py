@@ -2,7 +2,9 @@
 
 A run's *inputs* (:func:`run_inputs`) key its record as a doit target: the
 config hash, harness and suite digests, suite version, endpoint identity,
-sandbox backend, task, base seed, repetition, and in replay the cassette's
+sandbox backend, task, base seed, repetition, a command agent's identity
+(``agent``: preset, resolved executable, digest of its script or installed
+package, reported version; :mod:`lab.agents.identity`), and in replay the cassette's
 sha256 (from the data dir's digest cache: a cassette is read once per
 version, not once per command). :func:`run_name` is the run's doit task
 name; :func:`write_config` saves ``config.json`` in the run store.
@@ -33,11 +35,26 @@ def _compute_inputs(prep: Any, spec: Any) -> dict[str, Any]:
         "configHash": ctx.config_hash, "harnessDigest": harness_digest(), "suiteDigest": ctx.suite.digest,
         "taskId": spec.task_id, "baseSeed": spec.base_seed, "repetition": spec.repetition,
         "suiteVersion": ctx.suite.version, "endpoint": prep.endpoint, "sandbox": ctx.sandbox_name()}
+    agent = ctx.config.data["agent"]
+    if agent.get("kind") == "command":  # the built-in agent's code is in the harness digest
+        inputs["agent"] = command_agent_identity(prep)
     if ctx.config.mode == "replay":
         if spec.task_id not in prep.cassettes:  # k runs of a task replay one cassette
             prep.cassettes[spec.task_id] = shared_digests().digest(_cassette(ctx, spec.task_id))
         inputs["cassetteDigest"] = prep.cassettes[spec.task_id]
     return inputs
+
+
+def command_agent_identity(prep: Any) -> dict[str, Any]:
+    """The configured command agent's identity, taken once per command (see :mod:`lab.agents.identity`)."""
+    if prep.agent is None:
+        from lab import paths
+        from lab.agents.command import CommandPreset
+        from lab.agents.identity import agent_identity
+
+        prep.agent = agent_identity(CommandPreset.from_config(prep.ctx.config.data["agent"]), paths.data_dir())
+    identity: dict[str, Any] = prep.agent
+    return identity
 
 
 def _cassette(ctx: Any, task_id: str) -> Any:

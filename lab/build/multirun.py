@@ -10,8 +10,14 @@ local processes; a cluster launcher (``hydra/launcher=submitit_slurm`` or
 ``ray``) spreads them over machines that share the run store's filesystem
 (set ``LAB_DATA_DIR`` to a shared path).
 
-The exit code is the worst of the jobs' (SPEC exit codes), read back from
-their reports, so it holds whichever launcher ran them.
+Each job composes from the override strings exactly as ``lab run`` would
+(:func:`job_overrides`: as Hydra's sweeper wrote them, an escaped ``\\${…}``
+kept literal). The exit code is the worst of the jobs' (SPEC exit codes):
+each job writes its own code into its job directory under a directory of
+this sweep alone (``<data dir>/.multirun/<sweep id>/<job number>/exit-code``,
+the shared filesystem a cluster launcher needs anyway); a job that left no
+code failed before it finished and counts 1, whatever report an earlier
+eval of that configuration left behind.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from lab.errors import ConfigError, LabError
 
@@ -76,8 +83,28 @@ def hydra_overrides(overrides: list[str]) -> list[str]:
     return ["suite=external", f"suite.id={','.join(values)}", *others]
 
 
+EXIT_FILE = "exit-code"
+INTERRUPTED = 130
+
+
+def job_overrides(task: Any) -> list[str]:
+    """A Hydra job's override strings (``HydraConfig.get().overrides.task``) as the sweeper wrote them.
+
+    Read without resolving: reading the list's items through OmegaConf would
+    turn an escaped ``\\${…}`` inside a quoted value into ``${…}``, an
+    interpolation the job would then resolve where ``lab run`` keeps the text.
+    """
+    from omegaconf import OmegaConf
+
+    values = OmegaConf.to_container(task, resolve=False)
+    return [str(v) for v in values] if isinstance(values, list) else []
+
+
 def run_multirun(overrides: list[str]) -> int:
     """Launch the sweep through Hydra, then return the worst exit code of its jobs."""
+    import shutil
+    import uuid
+
     import hydra
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import DictConfig
@@ -93,38 +120,52 @@ def run_multirun(overrides: list[str]) -> int:
 
         overrides = hydra_overrides(overrides)
         combos = combinations(overrides)
-        report_dirs = [_report_dir(combo) for combo in combos]
+        for combo in combos:  # every job's configuration is checked before the first one runs
+            _check(combo)
         overrides = searchpath_overrides(user_config_dirs(), overrides)  # LAB_CONFIG_PATH's presets, for Hydra
     except LabError as exc:
         print(str(exc), file=sys.stderr)
         return 1
     _register_schema()
+    interrupted: list[bool] = []
 
     total = len(combos)
 
     @hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
     def job(cfg: DictConfig) -> int:
         from lab.build.commands import run_graph
+        from lab.files import write_atomic
 
         hydra_cfg = HydraConfig.get()
-        task = list(hydra_cfg.overrides.task)
-        header = job_header(int(hydra_cfg.job.num), total, task)
-        if "BasicLauncher" in str(hydra_cfg.launcher.get("_target_", "")):  # one job after another
-            print(header, flush=True)
-            return run_graph("eval", task)
-        with held_output(data_dir() / ".multirun" / "output.lock"):  # jobs at once: each one's output in one piece
-            print(header, flush=True)
-            return run_graph("eval", task)
+        task = job_overrides(hydra_cfg.overrides.task)
+        if interrupted:  # after Ctrl-C the jobs this process has yet to run are not started
+            code = INTERRUPTED
+        elif "BasicLauncher" in str(hydra_cfg.launcher.get("_target_", "")):  # one job after another
+            print(job_header(int(hydra_cfg.job.num), total, task), flush=True)
+            code = run_graph("eval", task)
+        else:
+            with held_output(data_dir() / ".multirun" / "output.lock"):  # jobs at once: each one's output in one piece
+                print(job_header(int(hydra_cfg.job.num), total, task), flush=True)
+                code = run_graph("eval", task)
+        if code == INTERRUPTED:
+            interrupted.append(True)
+        write_atomic(Path(hydra_cfg.runtime.output_dir) / EXIT_FILE, f"{code}\n".encode())
+        return code
 
     argv = sys.argv
-    sweep_dir = data_dir() / ".multirun"  # Hydra saves multirun.yaml there, not in the user's cwd
+    # Hydra saves multirun.yaml there, not in the user's cwd; one directory per sweep, so no job's
+    # exit code is taken for another's.
+    sweep_dir = data_dir() / ".multirun" / uuid.uuid4().hex[:12]
     sys.argv = [argv[0], "--multirun", *overrides, "hydra/job_logging=none", "hydra/hydra_logging=none",
                 f"hydra.sweep.dir={sweep_dir}", "hydra.sweep.subdir=${hydra.job.num}"]
     try:
         job()
     finally:
         sys.argv = argv
-    return max(_code(d) for d in report_dirs)
+    try:
+        return sweep_code(sweep_dir, combos)
+    finally:
+        shutil.rmtree(sweep_dir, ignore_errors=True)
 
 
 def job_header(num: int, total: int, overrides: list[str]) -> str:
@@ -166,17 +207,27 @@ def held_output(lock: Path) -> Iterator[None]:
                         os.write(fd, chunk)
 
 
-def _report_dir(combo: list[str]) -> Path:
+def sweep_code(sweep_dir: Path, combos: list[list[str]]) -> int:
+    """The worst exit code of a sweep's jobs, read from ``<sweep_dir>/<job number>/exit-code``.
+
+    A job that left no code (its process died, Hydra could not start it, it
+    raised) counts 1 and is named on stderr. 130 (interrupted) wins over
+    every other code: the sweep did not complete.
+    """
+    codes = []
+    for number, combo in enumerate(combos):
+        try:
+            codes.append(int((sweep_dir / str(number) / EXIT_FILE).read_text(encoding="utf-8").strip()))
+        except (OSError, ValueError):
+            print(f"multirun: job {number} ({' '.join(combo)}) ended without an exit code (it failed "
+                  "before it finished)", file=sys.stderr)
+            codes.append(1)
+    if INTERRUPTED in codes:
+        return INTERRUPTED
+    return max(codes, default=0)
+
+
+def _check(combo: list[str]) -> None:
     from lab.build.graph import prepare
 
-    return prepare([o for o in combo if not o.startswith("hydra")]).report_dir
-
-
-def _code(report_dir: Path) -> int:
-    from lab.report.closing import summarise
-
-    if not (report_dir / "report.json").exists():
-        print(f"multirun: no report at {report_dir} (the job failed before it)", file=sys.stderr)
-        return 1
-    code, _ = summarise(report_dir)
-    return code
+    prepare([o for o in combo if not o.startswith("hydra")])

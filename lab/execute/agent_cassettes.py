@@ -62,13 +62,15 @@ def _listed(ids: list[str], most: int = 3) -> str:
 
 
 def write_agent_cassette(ctx: Any, task: Task, preset: CommandPreset, calls: list[Any],
-                         hooks: CassetteHooks) -> None:
-    """Write the run's recorded calls as the task's cassette (secrets checked first; atomic).
+                         hooks: CassetteHooks, record: dict[str, Any]) -> None:
+    """Write the run's recorded calls as the task's cassette (atomic), scrubbed as the built-in
+    agent's is (:func:`lab.replay.cassette.redact_cassette`): every secret replaced by its marker,
+    a key split across streamed deltas included, and noted in ``record["redactions"]``.
 
     Raises:
-        CassetteError: a credential would be written.
+        CassetteError: over the size limits, or a secret the redaction left (never expected).
     """
-    from lab.replay.cassette import check_secrets, dump_cassette, write_cassette
+    from lab.replay.cassette import check_secrets, dump_cassette, redact_cassette, write_cassette
 
     path = agent_cassette_path(ctx.cassette_dir, ctx.suite.id, preset.name, task.id)
     header = hooks.header(ctx, task)
@@ -77,7 +79,10 @@ def write_agent_cassette(ctx: Any, task: Task, preset: CommandPreset, calls: lis
               "fingerprint": c.fingerprint, "request": c.request, "exchange": c.exchange}
              for c in sorted(calls, key=lambda c: c.index)]
     key_env = [ctx.config.data["provider"].get("api_key_env") or ""]
-    check_secrets(header, lines, source=str(path), env=ctx.env, credential_env=key_env)
+    header, lines, replaced = redact_cassette(header, lines, env=ctx.env, credential_env=key_env)
+    check_secrets(header, lines, source=str(path), env=ctx.env, credential_env=key_env)  # a last guard (R4)
+    if replaced:
+        record["redactions"] = [*(record.get("redactions") or []), *({"file": "cassette", **hit} for hit in replaced)]
     header["recordedAt"] = hooks.recorded_at(path, header, lines)
     if not path.parent.is_dir():
         path.parent.mkdir(parents=True)

@@ -80,7 +80,7 @@ def run_command_agent(ctx: Any, task: Task, workspace: Path, baseline: dict[str,
         per_run = (str(workspace), str(workspace.resolve()), str(backend.inside_path(workspace)),
                    str(run_dir), str(run_dir.resolve()))
         base = RequestNormaliser(rules=task_rules([{"pattern": p, "replace": r} for p, r in task.replay_normalize]),
-                                 workspace=per_run)
+                                 workspace=per_run, redact=_request_scrubber(ctx))
         calls: list[Any] = []
         upstream = FirstCallClock(_upstream(ctx, task, preset, preset.normaliser(base), calls, record, hooks))
         budget = GatewayBudget(max_turns=task.budget.get("maxTurns"), max_tokens=task.budget.get("maxTokens"),
@@ -112,7 +112,16 @@ def run_command_agent(ctx: Any, task: Task, workspace: Path, baseline: dict[str,
     record["executor"]["startupMs"] = None if upstream.first is None or started is None \
         else max(0, int((upstream.first - started) * 1000))
     if ctx.config.mode == "record" and record["status"] != "error":
-        write_agent_cassette(ctx, task, preset, calls, hooks)
+        write_agent_cassette(ctx, task, preset, calls, hooks, record)
+
+
+def _request_scrubber(ctx: Any) -> Any:
+    """Secrets and home/temp paths out of every normalised request, as for the built-in agent."""
+    from lab.execute.recording import credential_env
+    from lab.export.secrets import SecretScanner
+    from lab.replay.scrub import path_bases_of, request_scrubber
+
+    return request_scrubber(SecretScanner(env=ctx.env, credential_env=credential_env(ctx)), path_bases_of(ctx.env))
 
 
 class FirstCallClock:

@@ -29,6 +29,9 @@ def write_recording(ctx: Any, task: Task, recorder: Recorder, record: dict[str, 
                                               credential_env=credential_env(ctx))
     if replaced:
         record["redactions"] = [{"file": "cassette", **hit} for hit in replaced]
+    from lab.replay.cassette import check_secrets
+
+    check_secrets(header, calls, source=str(path), env=ctx.env, credential_env=credential_env(ctx))  # last guard (R4)
     header["recordedAt"] = recorded_at(path, header, calls)
     write_cassette(path, dump_cassette(header, calls))
 

@@ -177,8 +177,10 @@ def _provider(ctx: EvalContext, task: Task, workspace: Path,
 
     scanner = SecretScanner(env=ctx.env, credential_env=credential_env(ctx))
     inside = str(ctx.sandbox_in_force().backend.inside_path(workspace))
+    from lab.replay.scrub import path_bases_of, request_scrubber
+
     normalise = Normaliser(workspace=workspace, rules=task.replay_normalize, aliases=(inside,),
-                           redact=lambda request: scanner.redact(request)[0])
+                           redact=request_scrubber(scanner, path_bases_of(ctx.env)))
     if ctx.config.mode == "replay":
         path = cassette_path(ctx.cassette_dir, ctx.suite.id, task.id)
         header, calls = read_cassette(path)

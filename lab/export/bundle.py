@@ -11,7 +11,9 @@ r"""Export one run as a shareable JSON bundle (SPEC E1–E3).
    user's home directory, wherever it appears, is ``<home>`` too:
    ``/home/<user>``, ``/Users/<user>`` (a user name with spaces included,
    ``/home/first last/work/x.py`` → ``<home>/work/x.py``) and
-   ``C:\Users\<user>`` raw or JSON-escaped. Any other absolute path keeps
+   ``C:\Users\<user>`` raw or JSON-escaped, and pytest's ``pytest-of-<user>``
+   temporary directory (:mod:`lab.export.userpaths`), in paths written with
+   plain or JSON-escaped slashes (``\/home\/alice\/…``). Any other absolute path keeps
    its last two components after ``<path>`` (``/opt/ci/runner-7/src/a.py``
    → ``<path>/src/a.py``; ``/etc/hosts`` → ``<path>/hosts``), so the file
    stays recognisable while the directories above it, which may name a
@@ -28,7 +30,6 @@ The file is written atomically and never overwrites an existing one unless
 from __future__ import annotations
 
 import json
-import os
 import re
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -38,6 +39,8 @@ from typing import Any
 
 from lab.errors import LabError
 from lab.export.secrets import SecretHit, SecretScanner, describe_hits
+from lab.export.userpaths import path_bases as path_bases  # re-exported: the export's path bases
+from lab.export.userpaths import user_paths
 from lab.files import dumps_json, split_lines, write_atomic
 from lab.store import find_run, read_report
 
@@ -48,10 +51,6 @@ PLAIN_IDENTIFIER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 # another path/URL character (so "a/b", "https://x/y", "</div>" and "<tmp>/x" are left alone),
 # or the path of a file:// URL. It ends before whitespace, quotes, brackets and trailing punctuation.
 ABSOLUTE_PATH = re.compile(r"(?:(?<=file://)|(?<![\w.~:/<>\\-]))/[^\s\"'`<>|;,()\[\]{}]*[^\s\"'`<>|;,()\[\]{}.:]")
-# A home directory of any user, wherever it appears: /home/<user>, /Users/<user> (a user name
-# may hold spaces when a "/" follows it), C:\Users\<user> raw or JSON-escaped (C:\\Users\\…).
-HOME_DIR = re.compile(r"(?<![\w.~-])/(?:home|Users)/(?:[^/\s\"'<>]+(?: [^/\s\"'<>]+)+(?=/)|[^/\s\"'<>]+)")
-WINDOWS_HOME = re.compile(r"(?<![\w])[A-Za-z]:(\\{1,2})Users\1[^\\/\s\"'<>|]+(?: [^\\/\s\"'<>|]+)*(?=\1|[\s\"'<>|]|$)")
 TAIL_PARTS = 2  # an unknown absolute path keeps this many trailing components
 API_KEY_ENV_LINE = re.compile(r"^api_key_env:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
 
@@ -77,35 +76,19 @@ class ExportResult:
     runs: int
 
 
-def path_bases(run_dir: Path, *, home: Path, tmp: Path) -> list[tuple[str, str]]:
-    """(absolute prefix, placeholder) pairs, longest prefix first.
-
-    Each base appears as given and with symlinks resolved (``/tmp`` may be
-    ``/private/tmp``). The root directory is never a base.
-    """
-    pairs = set()
-    for base, placeholder in ((run_dir, "<run-dir>"), (tmp, "<tmp>"), (home, "<home>")):
-        for form in {str(base), str(base.resolve())}:
-            form = form.rstrip("/")
-            if form and os.path.isabs(form):
-                pairs.add((form, placeholder))
-    return sorted(pairs, key=lambda pair: (-len(pair[0]), pair[1]))
-
-
 def placeholder_paths(text: str, bases: list[tuple[str, str]]) -> str:
     """``text`` with every absolute path replaced by its placeholder (module docstring, rule 1)."""
-    for prefix, placeholder in bases:  # known bases first, whole: a user name may hold a space
-        text = re.sub(r"(?:(?<=file://)|(?<![\w.~:/<>\\-]))" + re.escape(prefix) + r"(?=[/\s\"'<>)\],;:]|$)",
-                      placeholder, text)
-    text = WINDOWS_HOME.sub("<home>", text)
-    text = HOME_DIR.sub("<home>", text)
+    return user_paths(text, bases, then=_shorten)
 
+
+def _shorten(text: str) -> str:
+    """Any other absolute path: ``<path>/`` and its last two components."""
     def replace(match: re.Match[str]) -> str:
         parts = [p for p in match.group(0).split("/") if p]
         tail = parts[-TAIL_PARTS:] if len(parts) > TAIL_PARTS else parts[1:]
         return "/".join(["<path>", *tail])
 
-    return ABSOLUTE_PATH.sub(replace, text)
+    return ABSOLUTE_PATH.sub(replace, text) if "/" in text else text
 
 
 def custom_providers(value: Any) -> set[str]:

@@ -79,6 +79,7 @@ def key_shape_plugins() -> tuple[type[RegexBasedDetector], ...]:
 
 SK_KEY = re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{32,}")
 SK_KIND = "sk- API key (OpenAI/Anthropic style)"
+MASKED_KIND = "Masked API Key"
 # Shapes detect-secrets 1.5 misses: (kind, pattern; group 1 is the secret when present).
 EXTRA_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("GitHub Token", re.compile(r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{22,}")),
@@ -89,6 +90,12 @@ EXTRA_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # The user may be empty (redis://:password@host).
     ("Basic Auth Credentials", re.compile(r"[A-Za-z0-9+.-]://[^\s:/@\"'<>]*:([^\s/@\"'<>]+)@")),
     ("NPM Token", re.compile(r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
+    # A key as providers echo it in a 401 body: a visible prefix, a run of asterisks, a visible
+    # suffix ("Incorrect API key provided: sk-proj-****…abcd"; DeepSeek shows no prefix: "****abcd").
+    # The four asterisks are literal, so the shape hint looks for "****" alone; the bounded prefix
+    # keeps each start's attempt short.
+    (MASKED_KIND, re.compile(r"(?<![A-Za-z0-9_*-])(?:[A-Za-z0-9][A-Za-z0-9_-]{0,23})?\*\*\*\*\**"
+                             r"[A-Za-z0-9_-]{2,8}(?![A-Za-z0-9_*-])")),
 )
 PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
                                re.DOTALL)
@@ -195,7 +202,7 @@ class SecretScanner:
         for kind, pattern in EXTRA_SHAPES:
             for match in pattern.finditer(line):
                 value = match.group(match.re.groups and 1 or 0)
-                if _plausible(value) and (kind != "Bearer Token" or _opaque(value)):
+                if kind == MASKED_KIND or _plausible(value) and (kind != "Bearer Token" or _opaque(value)):
                     found.add((kind, value))
         return found
 

@@ -48,7 +48,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -157,6 +157,9 @@ class RequestNormaliser:
         builtin_rules: the volatile-text masks (default :data:`VOLATILE_TEXT`).
         workspace: per-run paths replaced by ``<workspace>`` everywhere
             (longest first).
+        redact: applied last to the whole normalised body (secrets and home
+            paths out, :func:`lab.replay.scrub.request_scrubber`), so a live
+            request matches its scrubbed recording.
     """
 
     drop: Mapping[Api, tuple[str, ...]] = field(default_factory=lambda: dict(DROPPED_FIELDS))
@@ -164,6 +167,7 @@ class RequestNormaliser:
     rules: tuple[MaskRule, ...] = ()
     builtin_rules: tuple[MaskRule, ...] = VOLATILE_TEXT
     workspace: tuple[str, ...] = ()
+    redact: Callable[[Any], Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for api, paths in self.drop.items():
@@ -200,6 +204,8 @@ class RequestNormaliser:
         for key in list(result):
             masks = rules if key in text_keys else ()
             result[key] = _rewrite(result[key], paths, masks)
+        if self.redact is not None:
+            result = self.redact(result)
         return result
 
 

@@ -66,7 +66,7 @@ def conditions(h: dict[str, Any]) -> list[tuple[str, str]]:
         ("config hash", h["configHash"]), ("variant", h.get("variant") or "baseline"),
         ("provider / model", f"{h['provider']} / {h['model']}"),
         ("endpoint", endpoint_text(h)),
-        *([("agent", f"{h['agent']['name']} {h['agent'].get('version') or ''}".strip())] if h.get("agent") else []),
+        *([("agent", agent_text(h["agent"]))] if h.get("agent") else []),
         ("mode", h["mode"]), ("k", str(h["k"])), ("seed", str(h["seed"])), ("run id", h["runId"]),
     ]
     if "sandbox" in h:
@@ -79,6 +79,14 @@ def conditions(h: dict[str, Any]) -> list[tuple[str, str]]:
     if rates.get("input") is not None or rates.get("output") is not None:
         rows.append(("rates (USD / M tokens)", f"input {rates.get('input')}, output {rates.get('output')}"))
     return rows
+
+
+def agent_text(agent: dict[str, Any]) -> str:
+    """The measured agent as a report states it: ``aider 0.86.2 (reports 0.86.2, digest 3f2a9c1e0b7d)``."""
+    text = f"{agent['name']} {agent.get('version') or ''}".strip()
+    details = [f"reports {agent['reported']}"] if agent.get("reported") else []
+    details += [f"digest {agent['digest'][:12]}"] if agent.get("digest") else []
+    return f"{text} ({', '.join(details)})" if details else text
 
 
 def endpoint_text(h: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.build.multirun import combinations
+from lab.build.multirun import EXIT_FILE, combinations, sweep_code
 from lab.errors import ConfigError
 from tests.helpers.lab_process import ROOT, run_cmd
 
@@ -56,3 +56,46 @@ def test_multirun_exit_code_is_the_worst_job(tmp_path: Path) -> None:
                       "tasks=[edit-file],[delete-file]"], tmp_path / "runs")
     assert result.returncode == 2, result.stdout + result.stderr
     assert len(list((tmp_path / "runs").glob("core/*/reports/*/report.json"))) == 2
+
+
+def test_the_sweep_code_is_the_worst_job_code_and_a_missing_one_fails(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    combos = [["k=1"], ["k=2"], ["k=3"]]
+    for number in (0, 1):
+        (tmp_path / str(number)).mkdir()
+        (tmp_path / str(number) / EXIT_FILE).write_text("0\n")
+    assert sweep_code(tmp_path, combos[:2]) == 0
+    assert sweep_code(tmp_path, combos) == 1  # job 2 left no code: it did not finish
+    assert "job 2 (k=3) ended without an exit code" in capsys.readouterr().err
+    (tmp_path / "2").mkdir()
+    (tmp_path / "2" / EXIT_FILE).write_text("2\n")
+    assert sweep_code(tmp_path, combos) == 2  # the worst code
+    (tmp_path / "0" / EXIT_FILE).write_text("130\n")
+    assert sweep_code(tmp_path, combos) == 130  # interrupted: the sweep did not complete
+
+
+SMOKE = ["suite=smoke-coding", "provider=scripted", "tasks=[fix-default-argument]"]
+
+
+@pytest.mark.slow
+def test_a_sweep_keeps_an_escaped_interpolation_literal_as_a_single_run_does(tmp_path: Path) -> None:
+    prompt = r"agent.system_prompt='Answer. \${not_an_interpolation}'"
+    swept = run_cmd(["lab", "run", "-m", *SMOKE, prompt, "k=1,2"], tmp_path)
+    assert swept.returncode == 0, swept.stdout + swept.stderr
+    single = run_cmd(["lab", "run", *SMOKE, prompt, "k=2"], tmp_path)
+    assert single.returncode == 0 and "2 run(s) up to date" in single.stdout, single.stdout + single.stderr
+    [config] = list(tmp_path.glob("smoke-coding/*/config.json"))
+    assert json.loads(config.read_text())["config"]["agent"]["system_prompt"] == "Answer. ${not_an_interpolation}"
+
+
+@pytest.mark.slow
+def test_a_failed_sweep_job_does_not_pass_on_an_older_report(tmp_path: Path) -> None:
+    first = run_cmd(["lab", "run", *SMOKE, "k=1"], tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    [report] = list(tmp_path.glob("smoke-coding/*/reports/*/report.json"))
+    [runs] = list(tmp_path.glob("smoke-coding/*/runs/fix-default-argument"))
+    shutil.rmtree(runs)
+    runs.write_text("a file where the run records go: the job cannot write its record\n")
+    swept = run_cmd(["lab", "run", "-m", *SMOKE, "k=1"], tmp_path)
+    assert swept.returncode == 1, swept.stdout + swept.stderr  # not 0 from the earlier eval's report
+    assert "File exists" in swept.stderr and report.exists()

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
-from lab.build.multirun import combinations, hydra_overrides
+from lab.build.multirun import combinations, hydra_overrides, job_overrides
 from lab.config.compose import compose_config
 from lab.errors import ConfigError
 from tests.helpers.lab_process import run_cmd
@@ -15,8 +16,13 @@ from tests.suites.test_suite_source import write_suite
 
 def single_and_jobs(overrides: list[str]) -> tuple[dict[str, object], list[dict[str, object]]]:
     single = compose_config(overrides).data
-    jobs = [compose_config(job).data for job in combinations(hydra_overrides(overrides))]
+    jobs = [compose_config(as_job_reads_them(job)).data for job in combinations(hydra_overrides(overrides))]
     return single, jobs
+
+
+def as_job_reads_them(combo: list[str]) -> list[str]:
+    """A job's overrides as it reads them back from Hydra's config (``hydra.overrides.task``)."""
+    return job_overrides(OmegaConf.create({"task": combo}).task)
 
 
 FORMS = [
@@ -27,6 +33,9 @@ FORMS = [
     ["suite=core", "tasks=[edit-file,delete-file]"],
     ["suite=core", "+provider.headers.X-Title=lab"],
     ["suite=core", "variant=no-compaction"],
+    ["suite=core", r"agent.system_prompt='keep \${this} literal'"],
+    ["suite=core", r'agent.system_prompt="keep \${this} literal"'],
+    ["suite=core", r"+provider.headers.X-Title='\${oc.env:HOME}'"],
 ]
 
 

@@ -23,7 +23,10 @@ def verdicts(data_dir: Path) -> dict[str, list[str]]:
     """Per task: the run's status, claim and every verifier's status, from the run records."""
     report = json.loads(next(data_dir.glob("smoke-coding/*/reports/*/report.json")).read_text())
     assert_valid("report", report)
-    assert report["header"]["agent"] == {"name": "reference", "kind": "command", "version": "0.1.0"}
+    agent = report["header"]["agent"]
+    assert {k: agent[k] for k in ("name", "kind", "version")} == {"name": "reference", "kind": "command",
+                                                                  "version": "0.1.0"}
+    assert len(agent["digest"]) == 64 and agent["executable"]  # the program measured
     found = {}
     for path in data_dir.glob("smoke-coding/*/runs/*/*.json"):
         record = json.loads(path.read_text())
