@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from lab.config.compose import EffectiveConfig
 from lab.config.identity import runtime_settings
+from lab.execute.harness import execution_facts
 from lab.errors import LabError
 from lab.execute.context import EvalContext
 from lab.execute.events import utc_now
@@ -223,7 +224,7 @@ def _record_base(ctx: EvalContext, spec: RunSpec, started_at: str) -> dict[str, 
         "compactionUsage": None, "turns": 0, "toolCalls": 0, "compactions": 0,
         "events": [], "incidents": [], "retries": 0, "error": None, "divergence": None,
         "startedAt": started_at, "finishedAt": None, "wallMs": None, "workspace": None,
-        "warnings": [], "runtime": runtime_settings(ctx.config.data),
+        "warnings": [], "runtime": {**runtime_settings(ctx.config.data), **execution_facts(ctx.sandbox_name())},
     }
 
 
