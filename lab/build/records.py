@@ -120,15 +120,6 @@ class RecordIndex:
         """``target`` was written by this process: judge it again when next asked."""
         self._seen.pop(str(target), None)
 
-
-_INDEXES: list[RecordIndex] = []
-
-
-def record_written(target: Path) -> None:
-    """Tell every :class:`RecordIndex` of this process that ``target`` was just written."""
-    for index in list(_INDEXES):
-        index.written(target)
-
     def last_seen(self, target: Path) -> RecordFacts | None:
         """The facts this command last judged ``target`` by (no ``stat``), else :meth:`facts`.
 
@@ -230,3 +221,12 @@ def records_digest(records: list[Path], header: dict[str, Any], index: RecordInd
         else:
             digest.update(hashlib.sha256(path.read_bytes()).digest() if path.exists() else b"-")
     return digest.hexdigest()
+
+
+_INDEXES: list[RecordIndex] = []
+
+
+def record_written(target: Path) -> None:
+    """Tell every :class:`RecordIndex` of this process that ``target`` was just written."""
+    for index in list(_INDEXES):
+        index.written(target)

@@ -125,8 +125,10 @@ def _search_path(config: EffectiveConfig, conf: Path) -> dict[str, Any] | None:
             if len(locations) != 1:
                 return None
             folder = Path(locations[0])
+        elif scheme == "structured":
+            continue  # registered by code: the lab's schema, Hydra's and its plugins' (stamped as code)
         else:
-            return None  # structured configs or a plugin's own source: not files the lab can stamp
+            return None  # a source the lab cannot stamp: never remembered
         if folder.absolute() != conf.absolute():
             found.update(tree_stamps(folder.absolute()))
     return found
@@ -182,9 +184,15 @@ def _remember(file: Path, ident: dict[str, Any], config: EffectiveConfig, watche
     searched = _search_path(config, conf)
     if searched is None:
         return
+    import hydra
+
+    # Hydra's own configs fill only the ``hydra`` node, which composing drops (lab.config.compose):
+    # their ``${now:…}`` and ``${hydra:…}`` never reach the configuration.
+    own = str(Path(hydra.__file__).resolve().parent / "conf")
     texts = list(ident["overrides"])
     for path in [*watched, *searched]:
-        if (path.startswith(str(conf)) or path in searched) and path.endswith((".yaml", ".yml")):
+        if ((path.startswith(str(conf)) or path in searched) and not path.startswith(own)
+                and path.endswith((".yaml", ".yml"))):
             try:
                 texts.append(Path(path).read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError):

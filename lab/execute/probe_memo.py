@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.canonical import canonical_hash
-from lab.stamps import read_entry, shared_cache_dir, stamp, write_entry
+from lab.stamps import caching, read_entry, shared_cache_dir, stamp, write_entry
 
 KIND = "sandbox-probe"
 LIMIT_FILES = ("/proc/sys/kernel/unprivileged_userns_clone", "/proc/sys/user/max_user_namespaces",
@@ -57,13 +57,17 @@ def _entry_file(host: dict[str, Any]) -> Path:
 
 def bwrap_remembered() -> bool:
     """Whether a bwrap probe succeeded earlier on this host, in the state it is in now."""
+    if not caching():
+        return False
     host = fingerprint()
     entry = read_entry(_entry_file(host), KIND)
     return entry is not None and entry.get("fingerprint") == host and entry.get("works") is True
 
 
 def remember_bwrap() -> None:
-    """Remember that a bwrap probe succeeded (call right after one did)."""
+    """Remember that a bwrap probe succeeded (call right after one did; not with ``LAB_NO_CACHE``)."""
+    if not caching():
+        return
     host = fingerprint()
     write_entry(_entry_file(host), KIND, {"fingerprint": host, "works": True})
 
