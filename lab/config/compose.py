@@ -187,7 +187,7 @@ def _override_problems(overrides: list[str], conf_dir: Path) -> list[str]:
         except Exception as exc:  # any Hydra/OmegaConf error: this override is the culprit
             problems.append(describe_compose_error(exc, [override], conf_dir))
     try:
-        _compose(good, conf_dir)
+        data = _compose(good, conf_dir)[0]
     except Exception as exc:  # the base config itself is broken; say so once
         return problems + [describe_compose_error(exc, good, conf_dir)]
     return problems + data_problems(data)
