@@ -159,54 +159,24 @@ def write_report_from_files(report_dir: Path, header: dict[str, Any], paths: Seq
         order, events = ExternalSort(work), ExternalSort(work)
         try:
             kept = 0
-            execution = ExecutionFacts()
             for index, path in enumerate(paths):
                 record = _load(path, missing_ok=True)
                 if record is None or (expected is not None and _canonical(record.get("inputs"))
                                       != _canonical(expected[index])):
                     continue
                 kept += 1
-                execution.add(record)
                 order.add([_intern(record["taskId"]), record["repetition"], record.get("seed", 0), index])
                 finished = record.get("finishedAt")
                 events.add([finished or "", _intern(record["taskId"]), record["repetition"], index, finished is None,
                             _intern(record.get("suiteId")), _intern(record["status"])])
             ordered = (_load(paths[item[3]]) for item in order.sorted())
             publish(report_dir, (r for r in ordered if r is not None), kept,
-                    header={**header, "voided": kept < len(paths), "execution": execution.block()}, event_lines=_event_lines(events.sorted()),
+                    header={**header, "voided": kept < len(paths)}, event_lines=_event_lines(events.sorted()),
                     work=work, line=record_line)
         finally:
             order.close()
             events.close()
     return kept
-
-
-EXECUTION_KEYS = ("jobs", "machine", "sandbox", "executor", "labVersion")
-"""The execution facts of a run record's ``runtime`` block a report states (``header.execution``)."""
-
-
-class ExecutionFacts:
-    """The ``header.execution`` block of a report, from its runs' records (not from the command
-    that built it): per key the one value every record has, ``{"mixed": [values]}`` when they
-    differ (a report over runs made with ``jobs=1`` and ``jobs=3``), None when no record says."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, set[Any]] = {key: set() for key in EXECUTION_KEYS}
-
-    def add(self, record: dict[str, Any]) -> None:
-        runtime = record.get("runtime") if isinstance(record.get("runtime"), dict) else {}
-        for key in EXECUTION_KEYS:
-            value = runtime.get(key)
-            self.values[key].add(value if isinstance(value, (str, int)) else None)
-
-    def block(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, values in self.values.items():
-            if len(values) > 1:
-                out[key] = {"mixed": sorted(values, key=lambda v: (v is None, str(v)))}
-            else:
-                out[key] = next(iter(values), None)
-        return out
 
 
 def _event_lines(items: Iterable[list[Any]]) -> Iterator[str]:
