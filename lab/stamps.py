@@ -237,7 +237,8 @@ def write_entry(file: Path, kind: str, body: Mapping[str, Any]) -> bool:
 
 
 class DigestCache:
-    """What is derived from files' bytes (a token digest), remembered by the sha256 of those bytes.
+    """What is derived from files' bytes (a token digest), remembered by the sha256 of those bytes
+    (content-addressed: the derivation must be a function of the bytes alone).
 
     Args:
         file: where the derived values are kept between commands (None: this process only).
@@ -252,21 +253,21 @@ class DigestCache:
 
     def __init__(self, file: Path | None) -> None:
         self.file = file
-        self._entries: dict[str, list[Any]] | None = None
+        self._entries: dict[str, str] | None = None
         self._dirty = False
         self._lock = threading.Lock()
 
-    def _loaded(self) -> dict[str, list[Any]]:
+    def _loaded(self) -> dict[str, str]:
         if self._entries is None:
             doc = read_entry(self.file, self.KIND) if self.file is not None and caching() else None
             entries = doc.get("files") if doc else None
-            self._entries = {k: v for k, v in entries.items() if isinstance(v, list) and len(v) == 2} \
+            self._entries = {k: v for k, v in entries.items() if isinstance(v, str)} \
                 if isinstance(entries, dict) else {}
         return self._entries
 
     def digest(self, path: Path, derive: Callable[[bytes], str] | None = None, *, kind: str = "") -> str | None:
         """sha256 hex of the bytes of ``path`` (links followed), or ``derive(bytes)`` remembered by
-        that sha256 under ``kind``; None when the file is missing.
+        ``kind`` and that sha256 (whatever the path); None when the file is missing.
 
         Raises:
             OSError: the file exists but cannot be read.
@@ -278,16 +279,14 @@ class DigestCache:
         raw = hashlib.sha256(data).hexdigest()
         if derive is None:
             return raw
-        key = f"{kind}:{path}"
+        key = f"{kind}:{raw}"
         with self._lock:
             hit = self._loaded().get(key)
-        if hit is not None and hit[0] == raw and isinstance(hit[1], str):
-            return hit[1]
+        if hit is not None:
+            return hit
         derived = derive(data)
         with self._lock:
-            entries = self._loaded()
-            entries.pop(key, None)
-            entries[key] = [raw, derived]
+            self._loaded()[key] = derived
             self._dirty = True
         return derived
 
