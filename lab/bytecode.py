@@ -83,7 +83,7 @@ class CheckedFinder:
 def install() -> None:
     """Put :class:`CheckedFinder` first on ``sys.meta_path`` (once)."""
     if CheckedFinder not in sys.meta_path:
-        sys.meta_path.insert(0, CheckedFinder)  # type: ignore[arg-type]
+        sys.meta_path.insert(0, CheckedFinder)
 
 
 def compile_package(root: Path) -> int:

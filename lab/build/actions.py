@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lab.execute.harness import machine_id  # re-exported: the machine fingerprint of run records
 from lab.build.records import (  # re-exported: the up-to-date checks of run records
     RESULT_STATUSES,
     RecordCurrent,
@@ -24,6 +23,7 @@ from lab.build.records import (  # re-exported: the up-to-date checks of run rec
     record_written,
     records_digest,
 )
+from lab.execute.harness import machine_id  # re-exported: the machine fingerprint of run records
 
 __all__ = ["OUTCOME", "RESULT_STATUSES", "RecordCurrent", "RecordsUnchanged", "ci_gate_action", "disk_faults",
            "exit_with", "forgotten_marker", "is_result", "machine_id", "records_digest", "report_action", "report_header",

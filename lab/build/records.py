@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from lab.canonical import canonical_hash, canonical_json
-from lab.stamps import caching, cache_dir, read_entry, write_entry
+from lab.stamps import cache_dir, caching, read_entry, write_entry
 
 RESULT_STATUSES = frozenset({"pass", "fail", "budget_exceeded"})
 """Statuses that are results: kept, never executed again with the same inputs."""

@@ -80,8 +80,9 @@ def _execution_reason(hb: dict[str, Any], hc: dict[str, Any]) -> str | None:
     eb, ec = hb.get("execution"), hc.get("execution")
     sandbox_b = (eb or {}).get("sandbox") or hb.get("sandbox")
     sandbox_c = (ec or {}).get("sandbox") or hc.get("sandbox")
-    for side, block in (("base", eb), ("cand", ec)):
-        mixed = [key for key, value in (block or {}).items() if isinstance(value, dict) and "mixed" in value]
+    for side, found in (("base", eb), ("cand", ec)):
+        block: dict[str, Any] = found or {}
+        mixed = [key for key, value in block.items() if isinstance(value, dict) and "mixed" in value]
         if mixed:
             which = ", ".join(f"{key} {block[key]['mixed']}" for key in mixed)
             return f"{side} runs made under mixed conditions ({which})"

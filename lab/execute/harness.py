@@ -179,9 +179,9 @@ EXECUTION_KEYS = ("jobs", "machine", "sandbox", "executor", "labVersion")
 def execution_facts(sandbox: str, executor: str = "local") -> dict[str, str]:
     """The facts a run record's ``runtime`` block adds to the runtime settings (``jobs`` is one of
     those): this machine, the sandbox backend, the executor and the lab's version."""
-    from lab.execute.plan import HARNESS_VERSION
+    from lab import __version__
 
-    return {"machine": machine_id(), "sandbox": sandbox, "executor": executor, "labVersion": HARNESS_VERSION}
+    return {"machine": machine_id(), "sandbox": sandbox, "executor": executor, "labVersion": __version__}
 
 
 @cache

@@ -15,10 +15,10 @@ from typing import Any, Literal
 
 from lab.config.compose import EffectiveConfig
 from lab.config.identity import runtime_settings
-from lab.execute.harness import execution_facts
 from lab.errors import LabError
 from lab.execute.context import EvalContext
 from lab.execute.events import utc_now
+from lab.execute.harness import execution_facts
 from lab.execute.plan import RunSpec, harness_digest
 from lab.execute.recording import (
     cassette_header,

@@ -26,7 +26,8 @@ class ExecutionFacts:
         self.values: dict[str, set[Any]] = {key: set() for key in EXECUTION_KEYS}
 
     def add(self, record: dict[str, Any]) -> None:
-        runtime = record.get("runtime") if isinstance(record.get("runtime"), dict) else {}
+        found = record.get("runtime")
+        runtime: dict[str, Any] = found if isinstance(found, dict) else {}
         for key in EXECUTION_KEYS:
             value = runtime.get(key)
             self.values[key].add(value if isinstance(value, (str, int)) else None)
