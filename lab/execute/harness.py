@@ -5,9 +5,9 @@ executed is in its key. Which lab modules a run executes cannot be listed
 exactly (a lazy import, a redaction path taken once in a thousand runs), so
 the *harness digest* is conservative: every module and data file of the
 installed ``lab`` package except the two a run never executes —
-``lab.report`` and ``lab.compare`` (the import-linter contracts in
-``pyproject.toml`` forbid every run-side package to import them; the build
-layer uses them only for console lines) — plus the interpreter's version and
+``lab.report`` and ``lab.compare`` (an import-linter contract in
+``pyproject.toml`` forbids every run-side package to import them; the build
+layer uses them for the report and for console lines) — plus the interpreter's version and
 the name and version of every installed distribution the lab requires,
 directly or through another (:func:`runtime_distributions`).
 
