@@ -73,9 +73,10 @@ def package_files() -> list[Path]:
 @cache
 def _file_values() -> tuple[tuple[str, str], ...]:
     """``(path relative to the package, digest)`` of every file of the package, read once per process."""
-    from lab.stamps import shared_digests
+    from lab.stamps import DigestCache, shared_cache_dir
 
-    digests = shared_digests()
+    # Content-addressed, so it holds for any data dir: kept in the user cache dir.
+    digests = DigestCache(shared_cache_dir() / "source-digests.json")
     found = []
     for path in package_files():
         python = path.suffix == ".py"
@@ -83,6 +84,7 @@ def _file_values() -> tuple[tuple[str, str], ...]:
         if value is None:
             raise FileNotFoundError(f"harness source {path} is missing")
         found.append((path.relative_to(LAB_DIR).as_posix(), value))
+    digests.save()
     return tuple(found)
 
 

@@ -52,7 +52,7 @@ def lab_copy(tmp_path: Path, digest_data: Path, monkeypatch: pytest.MonkeyPatch)
     copy = tmp_path / "lab"
     shutil.copytree(ROOT / "lab", copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(harness, "LAB_DIR", copy)
-    monkeypatch.setenv("LAB_DATA_DIR", str(digest_data))
+    monkeypatch.setenv("LAB_CACHE_DIR", str(digest_data))
     fresh()
     yield copy
     fresh()
@@ -66,12 +66,8 @@ def fresh() -> None:
 
 
 def digests() -> tuple[str, str]:
-    from lab.stamps import shared_digests
-
     fresh()
-    found = harness.harness_digest(), harness.report_code_digest()
-    shared_digests().save()
-    return found
+    return harness.harness_digest(), harness.report_code_digest()
 
 
 def append(path: Path, text: str) -> None:
