@@ -14,6 +14,9 @@ commands and compares them:
   that are out of date by their inputs alone;
 - *cold*: the command with ``LAB_NO_CACHE=1`` in a fresh data dir.
 
+The reference and cold commands also compile every module from source
+(``PYTHONPYCACHEPREFIX`` set to a new directory): bytecode is a cache too.
+
 The warm command must execute the reference's runs, and its report must
 equal the cold build's, volatile fields (times, durations, paths) left out.
 Used by ``tests/build/test_cache_differential.py`` (bounded) and
@@ -33,7 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(os.environ.get("LAB_DIFFERENTIAL_SOURCE") or Path(__file__).resolve().parents[2])
+"""The checkout copied (``LAB_DIFFERENTIAL_SOURCE``: another one, e.g. an older lab to show what it missed)."""
 SUITE = "smoke-coding"
 TASKS = ("fix-default-argument", "rename-symbol")
 VOLATILE = frozenset({"startedAt", "finishedAt", "ts", "workspace", "startupMs"})
@@ -126,8 +130,9 @@ class Lab:
                if not k.startswith(("LAB_", "PYTHON", "OPENAI_")) and k != "XDG_CACHE_HOME"}
         env.update(self.env, PYTHONPATH=str(self.root), LAB_DATA_DIR=str(data),
                    LAB_CACHE_DIR=str(self.where / "cache"))
-        if no_cache:
+        if no_cache:  # no memo of the lab's and no bytecode of Python's: everything from source
             env["LAB_NO_CACHE"] = "1"
+            env["PYTHONPYCACHEPREFIX"] = str(self.where / f"pycache-{self.commands}")
         done = subprocess.run([sys.executable, "-m", "doit", "eval", f"suite={SUITE}", "mode=replay",
                                f"tasks=[{','.join(TASKS)}]", "sandbox=none"],
                               cwd=self.root, env=env, capture_output=True, text=True, timeout=300, check=False)
@@ -160,8 +165,8 @@ class Lab:
         cold_dir = self.where / f"cold-{self.commands}"
         cold_dir.mkdir()
         cold = self.run(cold_dir, no_cache=True)
-        shutil.rmtree(reference_dir, ignore_errors=True)
-        shutil.rmtree(cold_dir, ignore_errors=True)
+        for leftover in (reference_dir, cold_dir, *self.where.glob("pycache-*")):
+            shutil.rmtree(leftover, ignore_errors=True)
         problems = []
         if [t for t, _ in warm.executed] != [t for t, _ in reference.executed]:
             problems.append(f"executed {warm.executed}, without caches {reference.executed}")
