@@ -11,10 +11,11 @@ the process's capabilities and seccomp state, the temp directory variables and
 the lab's sandbox code. Any change means a new probe.
 
 Only success is remembered: a host where bwrap fails is probed by every
-command (so a fix takes effect at once), and before the first run a command
-executes, the remembered answer is confirmed by a real probe
-(``lab.execute.sandboxing.confirm_choice``): no run ever executes under a
-backend other than the one its inputs name.
+command (so a fix takes effect at once), and a command with runs to execute
+confirms the remembered answer with a real probe before it plans them
+(``lab.execute.sandboxing.confirm_choice``, ``lab.build.graph``): a stale memo
+is forgotten and the runs are planned under the backend that holds, so no run
+ever executes under a backend other than the one its inputs name.
 """
 
 from __future__ import annotations
