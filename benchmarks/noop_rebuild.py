@@ -16,7 +16,7 @@ load), interleaved with `doit list` over the repetitions, medians printed:
 Each row has a fresh data dir of its own, so each timed eval is the same
 command as the one before it in that data dir; the evals are run once first
 (203 replayed runs: about a minute), then once more to warm up (what a
-command remembers is written only from files that have settled for 2 s).
+command remembers is checked by content, lab.stamps).
 PYTHONDONTWRITEBYTECODE is removed from the children's environment so that
 every command runs from compiled bytecode, as a user's would.
 
@@ -67,7 +67,6 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         small_data, large_data = Path(tmp) / "small", Path(tmp) / "large"
         first_small, first_large = timed(SMALL, small_data)[0], timed(LARGE, large_data)[0]
-        time.sleep(2)  # RACY_NS: the records just written count as settled from now on
         for argv, data in ((SMALL, small_data), (LARGE, large_data), (LISTING, small_data)):  # warm-up
             timed(argv, data)
         samples: dict[str, list[tuple[float, float]]] = {"small": [], "large": [], "list": []}

@@ -15,6 +15,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from lab.bytecode import install as _checked_bytecode
+
+_checked_bytecode()  # lab.* modules never run from a .pyc older than their source (lab.bytecode)
+
 _EXPORTS = {
     "Attempt": "lab.report.summary",
     "CassetteError": "lab.errors",

@@ -1,15 +1,19 @@
 """File stamps, and what the lab remembers by them between commands (the no-op path).
 
-A *stamp* of a path is ``[size, mtime_ns, inode, ctime_ns]`` (``None``: the
-path does not exist or cannot be looked at). Writing a file sets its mtime
-and ctime to now; an atomic replace (temp file, rename) gives it a new inode;
-``touch -d`` can move the mtime back but sets the ctime to now. So a stamp
-stands for the file's bytes, except in one case make and git share: a second
-write, in place, of the same size, within the same clock tick as a first
-write that was stamped in between. The *settled* rule closes it: a result is
-remembered only when every file it was read from had an mtime at least
-:data:`RACY_NS` before the moment its stamp was taken; a file changed later
-than that is read again by the next command, and remembered then.
+The rule every memo of the lab keeps: **a remembered result may stand in for
+work only if everything that work read is in its key.** Here a *stamp* of a
+path is ``[kind, sha256 hex]`` of what the path holds now (:func:`content_stamp`):
+a file's bytes, a directory's sorted entry names, a link's target text
+(``None``: the path does not exist or cannot be read). A stamp is a content
+check, never a file time: a same-size rewrite with its mtime put back, a file
+system with 1-second timestamps, or a clock ahead of the file server's cannot
+make a changed file look unchanged. Measured on the reference machine, the
+check of a small file (read and hash) costs 10–20 µs, a ``stat`` 2–4 µs; the
+no-op figures in docs/performance.md include it.
+
+An entry is written only when its inputs, stamped before the work read them,
+have the same stamps after it (:func:`remember`): a file changed while it was
+read is read again by the next command.
 
 What is remembered about a data dir's run store (the record index, closing
 summaries, file digests) lives under ``<data dir>/.cache/`` (:func:`cache_dir`);
@@ -20,9 +24,12 @@ entry, written atomically. An entry is checked when read:
 one that does not parse, has another ``kind`` or ``schemaVersion``, or names
 other inputs is ignored and rebuilt, never trusted and never an error.
 
-:class:`DigestCache` is the sha256 of a file's bytes by its stamp (harness
-sources, cassettes): a file is read and hashed once per version, not once per
-command.
+``LAB_NO_CACHE=1`` bypasses every memo (:func:`caching`): nothing is read from
+or written to either cache directory, and every result is computed again —
+the reference a cached command is compared with.
+
+:class:`DigestCache` keeps what is derived from a file's bytes (the token
+digest of a harness source) by the sha256 of those bytes.
 """
 
 from __future__ import annotations
@@ -33,21 +40,16 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from lab import paths
 
-Stamp = list[int]
-"""``[size, mtime_ns, inode, ctime_ns]``."""
+Stamp = list[Any]
+"""``[kind, sha256 hex]`` (:func:`content_stamp`), or ``[size, mtime_ns, inode, ctime_ns]`` (:func:`stamp`)."""
 
-RACY_NS = 2_000_000_000
-"""How long a file must have been left alone before a result read from it is remembered: 2 s,
-the coarsest timestamp granularity of a common file system (FAT); ext4, xfs and tmpfs have a
-clock tick of a few milliseconds."""
-
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MAX_DIGESTS = 20_000
 """Entries a :class:`DigestCache` keeps; past that the oldest are dropped (they are only hashed again)."""
 
@@ -88,9 +90,25 @@ def stamp(path: str | os.PathLike[str], *, follow: bool = True) -> Stamp | None:
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
 
-def settled(stamps: Iterable[Stamp | None], since_ns: int) -> bool:
-    """Whether every stamp's mtime is at least :data:`RACY_NS` before ``since_ns`` (missing paths are settled)."""
-    return all(s is None or s[1] <= since_ns - RACY_NS for s in stamps)
+def caching() -> bool:
+    """Whether memos may be used: not when ``LAB_NO_CACHE`` is set to anything but ``""``/``0``."""
+    return os.environ.get("LAB_NO_CACHE", "") in ("", "0")
+
+
+def content_stamp(path: str | os.PathLike[str], *, follow: bool = True) -> Stamp | None:
+    """``[kind, sha256 hex]`` of what ``path`` holds: ``"f"`` and its bytes, ``"d"`` and its
+    sorted entry names (NUL-separated), ``"l"`` and its target text (``follow=False`` only);
+    None when it is missing or cannot be read."""
+    try:
+        if not follow and os.path.islink(path):
+            return ["l", hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest()]
+        if os.path.isdir(path):
+            names = sorted(os.listdir(path))
+            return ["d", hashlib.sha256(b"\0".join(map(os.fsencode, names))).hexdigest()]
+        with open(path, "rb") as fh:
+            return ["f", hashlib.file_digest(fh, "sha256").hexdigest()]
+    except (OSError, ValueError):
+        return None
 
 
 def now_ns() -> int:
@@ -99,33 +117,42 @@ def now_ns() -> int:
 
 
 def tree_stamps(root: Path, *, follow: bool = True) -> dict[str, Stamp | None]:
-    """Stamps of ``root`` and of every directory and file below it, by absolute path.
+    """Content stamps of ``root`` and of every directory and file below it, by absolute path.
 
     A directory's stamp changes when an entry is added, removed or renamed in
     it, so checking the recorded paths alone notices a new file. With
     ``follow=False`` links are stamped as links and not descended into.
     """
-    found: dict[str, Stamp | None] = {str(root): stamp(root, follow=follow)}
+    found: dict[str, Stamp | None] = {str(root): content_stamp(root, follow=follow)}
     for top, dirs, files in os.walk(root, followlinks=follow):
         dirs.sort()
         for name in [*dirs, *sorted(files)]:
             full = os.path.join(top, name)
-            found[full] = stamp(full, follow=follow)
+            found[full] = content_stamp(full, follow=follow)
     return found
 
 
 def stamps_unchanged(recorded: Mapping[str, Any]) -> bool:
-    """Whether every path in ``recorded`` (path -> stamp, as JSON gives it back) still has that stamp."""
-    return all(stamp(path) == value for path, value in recorded.items())
+    """Whether every path in ``recorded`` (path -> content stamp, as JSON gives it back) still holds
+    what it held (links are compared as links when they were stamped as links)."""
+    for path, value in recorded.items():
+        follow = not (isinstance(value, list) and value[:1] == ["l"])
+        if content_stamp(path, follow=follow) != value:
+            return False
+    return True
 
 
 _CODE_STAMPS: dict[str, Stamp | None] = {}
 
 
 def code_stamps() -> dict[str, Stamp | None]:
-    """Stamps of :func:`loaded_code_files`, taken now (and kept for :func:`code_unchanged`)."""
-    found = {file: stamp(file) for file in loaded_code_files()}
-    _CODE_STAMPS.update(found)
+    """Content stamps of :func:`loaded_code_files` (each taken once per process, kept for
+    :func:`code_unchanged`)."""
+    found = {}
+    for file in loaded_code_files():
+        if file not in _CODE_STAMPS:
+            _CODE_STAMPS[file] = content_stamp(file)
+        found[file] = _CODE_STAMPS[file]
     return found
 
 
@@ -134,7 +161,7 @@ def code_unchanged(recorded: Mapping[str, Any]) -> bool:
     process runs is what it loaded; an edit after that is seen by the next command)."""
     for file, value in recorded.items():
         if file not in _CODE_STAMPS:
-            _CODE_STAMPS[file] = stamp(file)
+            _CODE_STAMPS[file] = content_stamp(file)
         if _CODE_STAMPS[file] != value:
             return False
     return True
@@ -159,6 +186,8 @@ def loaded_code_files() -> list[str]:
 def remembered(file: Path, kind: str, ident: Mapping[str, Any]) -> dict[str, Any] | None:
     """The entry of ``kind`` in ``file`` made for ``ident`` (compared whole), when every input and
     code file it names still has its stamp (see :func:`remember`); else None."""
+    if not caching():
+        return None
     entry = read_entry(file, kind)
     if entry is None or entry.get("ident") != ident:
         return None
@@ -169,15 +198,14 @@ def remembered(file: Path, kind: str, ident: Mapping[str, Any]) -> dict[str, Any
 
 
 def remember(file: Path, kind: str, ident: Mapping[str, Any], inputs: Mapping[str, Stamp | None],
-             since_ns: int, body: Mapping[str, Any]) -> bool:
-    """Write an entry of ``kind`` for ``ident``: ``body``, the stamps of its ``inputs`` and of the code
-    loaded now (:func:`code_stamps`). ``inputs`` must have been stamped before they were read, and
-    ``since_ns`` taken before that; nothing is written unless every stamp had settled by then (a
-    code file changed since then has not). Returns whether it was written."""
-    code = code_stamps()
-    if not settled([*inputs.values(), *code.values()], since_ns):
+             body: Mapping[str, Any]) -> bool:
+    """Write an entry of ``kind`` for ``ident``: ``body``, the content stamps of its ``inputs`` and of
+    the code loaded (:func:`code_stamps`). ``inputs`` must have been stamped before they were read;
+    nothing is written unless each still holds what it held then (a file changed while the work
+    read it), nor with ``LAB_NO_CACHE`` set. Returns whether it was written."""
+    if not caching() or not stamps_unchanged(inputs):
         return False
-    return write_entry(file, kind, {"ident": dict(ident), "inputs": dict(inputs), "code": code, **body})
+    return write_entry(file, kind, {"ident": dict(ident), "inputs": dict(inputs), "code": code_stamps(), **body})
 
 
 def env_digest(value: str | None) -> str | None:
@@ -209,63 +237,63 @@ def write_entry(file: Path, kind: str, body: Mapping[str, Any]) -> bool:
 
 
 class DigestCache:
-    """sha256 hex of files by path, remembered per stamp in one JSON file.
+    """What is derived from files' bytes (a token digest), remembered by the sha256 of those bytes
+    (content-addressed: the derivation must be a function of the bytes alone).
 
     Args:
-        file: where the digests are kept between commands (None: this process only).
+        file: where the derived values are kept between commands (None: this process only).
 
-    Thread-safe. :meth:`save` writes what changed (atomically); two commands
-    saving at once lose one another's new entries, which are then hashed again.
+    Every call reads the file (the content check, see the module docstring);
+    only the derivation is saved. Thread-safe. :meth:`save` writes what changed
+    (atomically); two commands saving at once lose one another's new entries,
+    which are then derived again. With ``LAB_NO_CACHE`` nothing is read or saved.
     """
 
     KIND = "file-digests"
 
     def __init__(self, file: Path | None) -> None:
         self.file = file
-        self._entries: dict[str, list[Any]] | None = None
+        self._entries: dict[str, str] | None = None
         self._dirty = False
         self._lock = threading.Lock()
 
-    def _loaded(self) -> dict[str, list[Any]]:
+    def _loaded(self) -> dict[str, str]:
         if self._entries is None:
-            doc = read_entry(self.file, self.KIND) if self.file is not None else None
+            doc = read_entry(self.file, self.KIND) if self.file is not None and caching() else None
             entries = doc.get("files") if doc else None
-            self._entries = {k: v for k, v in entries.items() if isinstance(v, list) and len(v) == 5} \
+            self._entries = {k: v for k, v in entries.items() if isinstance(v, str)} \
                 if isinstance(entries, dict) else {}
         return self._entries
 
-    def digest(self, path: Path) -> str | None:
-        """sha256 hex of the bytes of ``path`` (links followed); None when it is missing.
+    def digest(self, path: Path, derive: Callable[[bytes], str] | None = None, *, kind: str = "") -> str | None:
+        """sha256 hex of the bytes of ``path`` (links followed), or ``derive(bytes)`` remembered by
+        ``kind`` and that sha256 (whatever the path); None when the file is missing.
 
         Raises:
             OSError: the file exists but cannot be read.
         """
-        key = str(path)
-        taken = now_ns()
-        st = stamp(path)
-        if st is None:
-            return None
-        with self._lock:
-            hit = self._loaded().get(key)
-        if hit is not None and hit[:4] == st and isinstance(hit[4], str):
-            return hit[4]
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             return None
-        hexdigest = hashlib.sha256(data).hexdigest()
-        if settled([st], taken):
-            with self._lock:
-                entries = self._loaded()
-                entries.pop(key, None)
-                entries[key] = [*st, hexdigest]
-                self._dirty = True
-        return hexdigest
+        raw = hashlib.sha256(data).hexdigest()
+        if derive is None:
+            return raw
+        key = f"{kind}:{raw}"
+        with self._lock:
+            hit = self._loaded().get(key)
+        if hit is not None:
+            return hit
+        derived = derive(data)
+        with self._lock:
+            self._loaded()[key] = derived
+            self._dirty = True
+        return derived
 
     def save(self) -> None:
         """Write the digests if any was added (at most :data:`MAX_DIGESTS`, newest kept)."""
         with self._lock:
-            if not self._dirty or self.file is None or self._entries is None:
+            if not self._dirty or self.file is None or self._entries is None or not caching():
                 return
             entries = dict(list(self._entries.items())[-MAX_DIGESTS:])
             self._dirty = not write_entry(self.file, self.KIND, {"files": entries})

@@ -20,11 +20,13 @@ from lab.build.records import (  # re-exported: the up-to-date checks of run rec
     RecordsUnchanged,
     forgotten_marker,
     is_result,
+    record_written,
     records_digest,
 )
+from lab.execute.harness import machine_id  # re-exported: the machine fingerprint of run records
 
 __all__ = ["OUTCOME", "RESULT_STATUSES", "RecordCurrent", "RecordsUnchanged", "ci_gate_action", "disk_faults",
-           "exit_with", "forgotten_marker", "is_result", "records_digest", "report_action", "report_header",
+           "exit_with", "forgotten_marker", "is_result", "machine_id", "records_digest", "report_action", "report_header",
            "run_action", "summary_action"]
 
 # Filled by the summary actions; read by ``lab run`` to return the SPEC exit code.
@@ -174,6 +176,7 @@ def _execute(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any], ident: d
         record["agent"].update(executable=identity["executable"], digest=identity["digest"],
                                reported=identity["reported"])
     write_json(target, record)
+    record_written(target)
     notify_record(record)
     forgotten_marker(target).unlink(missing_ok=True)
     ctx.events.emit("run_finished", **ident, status=record["status"])
@@ -218,6 +221,7 @@ def _runtime_note(prep: Any) -> str | None:
 
 def report_header(prep: Any) -> dict[str, Any]:
     """The conditions a report states (SPEC: a number carries its conditions)."""
+    from lab.execute.harness import report_code_digest
     from lab.execute.plan import HARNESS_VERSION, harness_digest
 
     ctx = prep.ctx
@@ -232,7 +236,7 @@ def report_header(prep: Any) -> dict[str, Any]:
             "rates": dict(ctx.config.data["rates"]), "compaction": dict(agent["compaction"]),
             "agent": _agent_header(prep),
             "runsRequested": len(prep.specs), "tasksRequested": len({s.task_id for s in prep.specs}),
-            "execution": {"jobs": int(ctx.config.data["jobs"]), "machine": machine_id()}}
+            "reportCodeDigest": report_code_digest()}
 
 
 def _agent_header(prep: Any) -> dict[str, Any]:
@@ -246,25 +250,6 @@ def _agent_header(prep: Any) -> dict[str, Any]:
         identity = command_agent_identity(prep)
         header.update(executable=identity["executable"], digest=identity["digest"], reported=identity["reported"])
     return header
-
-
-def machine_id() -> str:
-    """A short fingerprint of this machine (host name, architecture, CPU count), not the name itself.
-
-    Wall times measured on different machines, or with a different ``jobs``,
-    are not comparable (``lab.compare.deltas``).
-    """
-    import hashlib
-    import os
-
-    try:
-        node, machine = os.uname().nodename, os.uname().machine  # what platform.node()/machine() give
-    except AttributeError:  # no uname (not POSIX)
-        import platform
-
-        node, machine = platform.node(), platform.machine()
-    text = f"{node}|{machine}|{os.cpu_count()}"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def _endpoint_header(prep: Any) -> dict[str, Any]:

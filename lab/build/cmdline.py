@@ -75,18 +75,29 @@ def _check_data_dir(data: Path, *, exit_on_error: bool) -> None:
 
 
 def _backend(under_doit: bool) -> str:
-    """doit's DB backend: the lab's (rebuilt when corrupted, see lab.build.depdb) wherever doit
-    finds its plugin table: always under ``lab``; under ``doit`` when the ``pyproject.toml`` doit
-    reads (the one in the current directory) declares it, as the checkout's does."""
-    from lab.build.depdb import BACKEND_NAME, PLUGINS
+    """doit's DB backend: the lab's (rebuilt when corrupted, see lab.build.depdb), always.
+
+    Under ``lab`` the plugin table is passed to doit. Under ``doit`` the table is
+    read from the ``pyproject.toml`` of the directory doit *started* in, while
+    ``DOIT_CONFIG`` is read after doit changed to the dodo file's directory
+    (``-f PATH/dodo.py``, ``-d DIR``, ``--seek-file``): the two need not agree.
+    doit has no API to add a backend from ``dodo.py``, so the backend is added
+    to the map of the command that is loading this file (found on the call
+    stack: ``DoitCmdBase.execute`` holds it as ``self._backends``); when no such
+    command is found, doit's own ``sqlite3``.
+    """
+    from lab.build.depdb import BACKEND_NAME, LabSqliteDB
 
     if not under_doit:
         return BACKEND_NAME
-    try:
-        declared = PLUGINS["BACKEND"][BACKEND_NAME] in Path("pyproject.toml").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        declared = False
-    return BACKEND_NAME if declared else "sqlite3"
+    frame = sys._getframe(1)
+    while frame is not None:
+        backends = getattr(frame.f_locals.get("self"), "_backends", None)
+        if isinstance(backends, dict):
+            backends.setdefault(BACKEND_NAME, LabSqliteDB)
+            return BACKEND_NAME
+        frame = frame.f_back  # type: ignore[assignment]
+    return "sqlite3"
 
 
 def process_pool_requested(argv: list[str]) -> bool:

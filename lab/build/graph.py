@@ -163,13 +163,13 @@ def _recorded_config(overrides: list[str], config: Any, suite: Any, task_ids: li
     return compose_cached([*adopted, *overrides]) if adopted else config
 
 
-def _sandbox(config: Any, suite: Any) -> Any:
+def _sandbox(config: Any, suite: Any, choice: Any = None) -> Any:
     """The backend ``sandbox=`` gives (a ``SandboxChoice``; the sandbox opens before the first run
-    this command executes); refuse unsandboxed third-party commands (trust_local)."""
+    this command executes), or ``choice``; refuse unsandboxed third-party commands (trust_local)."""
     from lab.execute.sandboxing import check_trust, choose_sandbox
     from lab.suites.source import is_third_party
 
-    choice = choose_sandbox(config.data["sandbox"]["name"])
+    choice = choose_sandbox(config.data["sandbox"]["name"]) if choice is None else choice
     check_trust(choice, third_party=is_third_party(suite.path),
                 trust_local=bool(config.data["trust_local"]), where=f"suite {suite.id} ({suite.path})")
     agent = config.data["agent"]
@@ -255,19 +255,48 @@ def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> It
             start_eval(prep)
         elif argv_words()[:1] == ["forget"]:
             forget_records(prep, argv_words()[1:])
+        runs = [run_task(prep, spec, always=always) for spec in prep.specs]
+        if building() and any(run["uptodate"] != [True] for run in runs) and _sandbox_reprobed(prep):
+            runs = [run_task(prep, spec, always=always) for spec in prep.specs]  # under the backend that holds
+    except LabError as exc:
+        yield from usage_error_tasks(prep.basename, str(exc), progress=bool(prep.ctx.config.data["progress"]))
+        return
     except OSError as exc:  # the data dir filled up or turned read-only since doit_config checked it
         from lab.build.depdb import DISK_FAULT_REPORTED, describe_os_error
 
         DISK_FAULT_REPORTED.append(describe_os_error(exc, paths.data_dir()))
         yield from usage_error_tasks(prep.basename, DISK_FAULT_REPORTED[-1])
         return
-    yield from (run_task(prep, spec, always=always) for spec in prep.specs)
+    yield from runs
     yield report_task(prep)
     from lab.stamps import shared_digests
 
     shared_digests().save()  # the harness and cassette digests this command computed
     yield {"name": f"{prep.run_id}.summary", "actions": [(summary_action, [prep, prep.report_dir, gate])],
            "task_dep": [f"{prep.basename}:{prep.run_id}.report"], "uptodate": [False], "verbosity": 2}
+
+
+def _sandbox_reprobed(prep: Prepared) -> bool:
+    """Before a run executes under a backend remembered from an earlier probe, probe now: when the
+    host changed (the memo is stale), plan the runs again under the backend that holds instead of
+    stopping. Returns whether the backend changed (its trust check is made again then).
+
+    Raises:
+        LabError: ``sandbox=bwrap`` that fails now; an unsandboxed third-party suite without
+            ``trust_local``.
+    """
+    ctx = prep.ctx
+    choice = ctx.sandbox_choice
+    if choice is None or not choice.remembered or ctx.sandbox is not None:
+        return False
+    from lab.execute.sandboxing import confirm_choice
+
+    ctx.sandbox, confirmed = confirm_choice(choice)
+    if confirmed is choice:
+        return False
+    ctx.sandbox_choice = _sandbox(ctx.config, ctx.suite, confirmed)
+    prep.inputs.clear()
+    return True
 
 
 def start_eval(prep: Prepared, *, notes: bool = True) -> None:

@@ -3,13 +3,14 @@
 A run record is *current* when it exists, was made from the inputs its run
 has now, holds a result (:func:`is_result`) and was not forgotten (``doit
 forget`` leaves a marker beside it). Reading and parsing every record on
-every command would cost a file read per run; the :class:`RecordIndex` of a
-run store remembers, per record, what those checks and the report's
-up-to-date check need: the sha256 of its bytes, the hash of its inputs,
-whether it holds a result, and its runtime settings. A record whose stamp
-(:mod:`lab.stamps`) and whose directory's stamp (a marker added beside it
-changes that) are the remembered ones is judged from the index with one
-``stat``; any other is read, and remembered once it has settled.
+every command would cost a read and a parse per run, three times; the
+:class:`RecordIndex` of a run store remembers, per record, by the sha256 of
+its bytes, what those checks and the report's up-to-date check need: the
+hash of its inputs, whether it holds a result, and its runtime settings. A
+record is read and hashed once per command (the content check of
+:mod:`lab.stamps`: no file time is trusted) and parsed only when its sha256
+is not the remembered one; the ``doit forget`` marker is looked for with a
+``stat``. ``LAB_NO_CACHE=1`` parses every record.
 
 The index lives in ``<data dir>/.cache/records/`` (one file per run store),
 is saved at the end of a command (:meth:`RecordIndex.save`) and may be
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from lab.canonical import canonical_hash, canonical_json
-from lab.stamps import Stamp, cache_dir, now_ns, read_entry, settled, stamp, write_entry
+from lab.stamps import cache_dir, caching, read_entry, write_entry
 
 RESULT_STATUSES = frozenset({"pass", "fail", "budget_exceeded"})
 """Statuses that are results: kept, never executed again with the same inputs."""
@@ -86,49 +87,38 @@ class RecordIndex:
         self.store = store
         self.file = file or cache_dir() / "records" / f"{canonical_hash(str(store))[:32]}.json"
         self._entries: dict[str, list[Any]] | None = None
-        self._dirs: dict[str, Stamp | None] = {}
-        self._seen: dict[str, tuple[Stamp, RecordFacts]] = {}
+        self._seen: dict[str, RecordFacts] = {}
         self._dirty = False
         self._lock = threading.Lock()
+        _INDEXES.append(self)
 
     def _loaded(self) -> dict[str, list[Any]]:
         if self._entries is None:
             doc = read_entry(self.file, KIND)
+            doc = read_entry(self.file, KIND) if caching() else None
             entries = doc.get("records") if doc and doc.get("store") == str(self.store) else None
-            self._entries = {k: v for k, v in entries.items() if isinstance(v, list) and len(v) == 9} \
+            self._entries = {k: v for k, v in entries.items() if isinstance(v, list) and len(v) == 4} \
                 if isinstance(entries, dict) else {}
         return self._entries
-
-    def _dir_stamp(self, directory: Path) -> Stamp | None:
-        key = str(directory)
-        if key not in self._dirs:
-            self._dirs[key] = stamp(directory)
-        return self._dirs[key]
 
     def facts(self, target: Path) -> RecordFacts | None:
         """The facts of the record file ``target``; None when it does not exist.
 
-        Within one command a record is judged again (the report's check, the
-        closing note) only when its stamp changed since (a run wrote it).
+        The file is read and hashed once per command and then again only when
+        a run of this command wrote it (:meth:`written`).
         """
         key = str(target)
-        st = stamp(target)
-        if st is None:
-            return None
         seen = self._seen.get(key)
-        if seen is not None and seen[0] == st:
-            return seen[1]
-        with self._lock:
-            hit = self._loaded().get(key)
-            folder = self._dir_stamp(target.parent)
-        if hit is not None and hit[:4] == st and hit[4] == folder:
-            facts: RecordFacts | None = RecordFacts(str(hit[5]), hit[6], bool(hit[7]),
-                                                    dict(hit[8]) if isinstance(hit[8], dict) else {})
-        else:
-            facts = self._read(target)
+        if seen is not None:
+            return seen
+        facts = self._read(target)
         if facts is not None:
-            self._seen[key] = (st, facts)
+            self._seen[key] = facts
         return facts
+
+    def written(self, target: Path) -> None:
+        """``target`` was written by this process: judge it again when next asked."""
+        self._seen.pop(str(target), None)
 
     def last_seen(self, target: Path) -> RecordFacts | None:
         """The facts this command last judged ``target`` by (no ``stat``), else :meth:`facts`.
@@ -137,16 +127,20 @@ class RecordIndex:
         settings), not for deciding whether anything is up to date.
         """
         seen = self._seen.get(str(target))
-        return seen[1] if seen is not None else self.facts(target)
+        return seen if seen is not None else self.facts(target)
 
     def _read(self, target: Path) -> RecordFacts | None:
-        taken = now_ns()
-        st, folder = stamp(target), stamp(target.parent)
         forgotten = forgotten_marker(target).exists()
         try:
             data = target.read_bytes()
         except FileNotFoundError:
             return None
+        sha = hashlib.sha256(data).hexdigest()
+        with self._lock:
+            hit = self._loaded().get(str(target))
+        if hit is not None and hit[0] == sha:
+            return RecordFacts(sha, hit[1], bool(hit[2]), dict(hit[3]) if isinstance(hit[3], dict) else {},
+                               forgotten)
         try:
             record = json.loads(data)
         except ValueError:
@@ -155,20 +149,17 @@ class RecordIndex:
             record = {}
         inputs = canonical_hash(record["inputs"]) if "inputs" in record else None
         runtime: dict[str, Any] = record["runtime"] if isinstance(record.get("runtime"), dict) else {}
-        facts = RecordFacts(sha256=hashlib.sha256(data).hexdigest(), inputs=inputs, result=is_result(record),
-                            runtime=dict(runtime), forgotten=forgotten)
-        if st is not None and not forgotten and settled([st, folder], taken):
-            with self._lock:
-                entries = self._loaded()
-                entries[str(target)] = [*st, folder, facts.sha256, inputs, facts.result, facts.runtime]
-                self._dirs[str(target.parent)] = folder
-                self._dirty = True
+        facts = RecordFacts(sha256=sha, inputs=inputs, result=is_result(record), runtime=dict(runtime),
+                            forgotten=forgotten)
+        with self._lock:
+            self._loaded()[str(target)] = [sha, inputs, facts.result, facts.runtime]
+            self._dirty = True
         return facts
 
     def save(self) -> None:
         """Write the index if it learned anything (atomically; a disk fault only loses the index)."""
         with self._lock:
-            if self._dirty and self._entries is not None:
+            if self._dirty and self._entries is not None and caching():
                 self._dirty = not write_entry(self.file, KIND, {"store": str(self.store), "records": self._entries})
 
 
@@ -219,7 +210,7 @@ class RecordsUnchanged:
 def records_digest(records: list[Path], header: dict[str, Any], index: RecordIndex | None = None) -> str:
     """sha256 over the report's conditions and its records' paths and contents (``-`` if missing).
 
-    With an ``index`` a record's content digest is the remembered one when its stamp is unchanged.
+    With an ``index`` a record's content digest is the one this command read.
     """
     digest = hashlib.sha256(canonical_json(header).encode("utf-8"))
     for path in records:
@@ -230,3 +221,12 @@ def records_digest(records: list[Path], header: dict[str, Any], index: RecordInd
         else:
             digest.update(hashlib.sha256(path.read_bytes()).digest() if path.exists() else b"-")
     return digest.hexdigest()
+
+
+_INDEXES: list[RecordIndex] = []
+
+
+def record_written(target: Path) -> None:
+    """Tell every :class:`RecordIndex` of this process that ``target`` was just written."""
+    for index in list(_INDEXES):
+        index.written(target)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lab.canonical import canonical_hash
-from lab.stamps import cache_dir, now_ns, remember, remembered, stamp
+from lab.stamps import cache_dir, content_stamp, remember, remembered
 
 KIND = "report-summary"
 
@@ -30,10 +30,9 @@ def summarise_report(report_dir: Path) -> tuple[int, str]:
     entry = remembered(file, KIND, ident)
     if entry is not None and isinstance(entry.get("exitCode"), int) and isinstance(entry.get("text"), str):
         return entry["exitCode"], entry["text"]
-    started = now_ns()
-    inputs = {str(p): stamp(p) for p in (report_dir, report_dir / "report.json", report_dir / "index.html")}
+    inputs = {str(p): content_stamp(p) for p in (report_dir, report_dir / "report.json", report_dir / "index.html")}
     from lab.report.closing import summarise
 
     code, text = summarise(report_dir)
-    remember(file, KIND, ident, inputs, started, {"exitCode": code, "text": text})
+    remember(file, KIND, ident, inputs, {"exitCode": code, "text": text})
     return code, text

@@ -83,17 +83,34 @@ def _compaction_reason(hb: dict[str, Any], hc: dict[str, Any]) -> str | None:
 
 
 def _execution_reason(hb: dict[str, Any], hc: dict[str, Any]) -> str | None:
-    """Why wall times of the two reports cannot be compared, or None."""
-    if hb.get("sandbox") != hc.get("sandbox"):  # a sandboxed command pays for its namespaces and mounts
-        return f"runs made under different sandbox backends (base {hb.get('sandbox')}, cand {hc.get('sandbox')})"
+    """Why wall times of the two reports cannot be compared, or None.
+
+    The conditions are the ones the runs were made under (``header.execution``,
+    derived from the run records); a side whose runs were made under mixed
+    conditions is compared with nothing.
+    """
     eb, ec = hb.get("execution"), hc.get("execution")
+    sandbox_b = (eb or {}).get("sandbox") or hb.get("sandbox")
+    sandbox_c = (ec or {}).get("sandbox") or hc.get("sandbox")
+    for side, found in (("base", eb), ("cand", ec)):
+        block: dict[str, Any] = found or {}
+        mixed = [key for key, value in block.items() if isinstance(value, dict) and "mixed" in value]
+        if mixed:
+            which = ", ".join(f"{key} {block[key]['mixed']}" for key in mixed)
+            return f"{side} runs made under mixed conditions ({which})"
+    if sandbox_b != sandbox_c:  # a sandboxed command pays for its namespaces and mounts
+        return f"runs made under different sandbox backends (base {sandbox_b}, cand {sandbox_c})"
     if eb == ec:
         return None
     if eb is None or ec is None:
         return f"execution conditions unknown for {'base' if eb is None else 'cand'}"
     if eb.get("jobs") != ec.get("jobs"):
         return f"runs made with different jobs (base {eb.get('jobs')}, cand {ec.get('jobs')})"
-    return "runs made on different machines"
+    if eb.get("machine") != ec.get("machine"):
+        return "runs made on different machines"
+    if eb.get("executor") != ec.get("executor"):
+        return f"runs made by different executors (base {eb.get('executor')}, cand {ec.get('executor')})"
+    return None
 
 
 def deltas(base: dict[str, Any], cand: dict[str, Any], *, same_mode: bool) -> dict[str, Any]:

@@ -6,23 +6,31 @@ those of an earlier command gets that command's composed configuration back
 from ``<user cache dir>/config/`` (``lab.stamps.shared_cache_dir``) without importing either
 (:func:`compose_cached`). Its inputs, all checked before an entry is used:
 
-- the override list, the config directory, the working directory and the
-  value of ``LAB_CONFIG_PATH`` (an entry is named by their hash and repeats them);
-- the stamp (:mod:`lab.stamps`) of every directory and file under the config
-  directory and under each ``LAB_CONFIG_PATH`` directory, so an edited, added
-  or removed option file counts;
-- the stamp of every code file loaded when it was composed: the lab's
+- the override list, the config directory, the working directory, the
+  interpreter (its path and version) and ``sys.path`` (an entry is named by
+  their hash and repeats them: ``PYTHONPATH`` or another virtual environment
+  sharing the user cache dir gives another entry);
+- the value of ``LAB_CONFIG_PATH`` (also in the entry's name);
+- the content stamp (:mod:`lab.stamps`) of every directory and file under the
+  config directory and under each ``LAB_CONFIG_PATH`` directory, so an edited,
+  added or removed option file counts;
+- the content stamp of every code file loaded when it was composed: the lab's
   modules and schemas and the top-level module of every library (Hydra,
   OmegaConf, their parsers), so an edited lab or an upgraded library counts;
-  and the stamp of the directory Hydra is installed in, so a package
-  installed beside it (a Hydra plugin) counts;
+- the listing of every ``sys.path`` directory (an installed, removed or
+  upgraded distribution: its ``*.dist-info`` name carries its version) and
+  every file under each ``<sys.path entry>/hydra_plugins/`` (a plugin dropped
+  into an existing one adds a search path);
+- Hydra's search path as composed: every folder and package it read configs
+  from (``hydra.searchpath`` additions, plugins'), each with every file under it;
 - the paths composition looks at outside the config directory: ``suite_dir``
   and ``suite_dir/<id>/suite.json`` (which decide what ``suite=<id>`` means);
 - the environment variables it reads: every ``${oc.env:NAME}`` of a config
-  file or override, and ``HOME`` (``~`` in paths); kept as sha256 digests.
+  file of the search path or an override, and ``HOME`` (``~`` in paths); kept
+  as sha256 digests.
 
-Nothing is remembered when an input changed less than ``RACY_NS`` before the
-compose started, when a config file or override holds an interpolation whose
+Nothing is remembered when an input changed while it was composed, when a
+config file or override holds an interpolation whose
 value is not a function of these inputs (``${now:…}``, ``${hydra:…}``, a
 custom resolver), when it reads a variable named like a credential, when a
 provider header carries one, or when the configuration does not survive a
@@ -34,6 +42,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -42,7 +51,7 @@ from lab.canonical import canonical_hash
 from lab.config.compose import EffectiveConfig, compose_config
 from lab.config.searchpath import ENV as USER_CONF_ENV
 from lab.paths import CONF_DIR, from_root
-from lab.stamps import env_digest, now_ns, remember, remembered, shared_cache_dir, stamp, tree_stamps
+from lab.stamps import content_stamp, env_digest, remember, remembered, shared_cache_dir, tree_stamps
 
 KIND = "composed-config"
 MAX_ENTRIES = 256
@@ -73,16 +82,60 @@ def compose_cached(overrides: Sequence[str] = (), *, conf_dir: Path | None = Non
     """
     conf = CONF_DIR if conf_dir is None else conf_dir
     ident = {"overrides": list(overrides), "conf": str(conf), "cwd": os.getcwd(),
-             "userConf": os.environ.get(USER_CONF_ENV, "")}
+             "userConf": os.environ.get(USER_CONF_ENV, ""),
+             "python": [sys.executable, sys.version], "sysPath": list(sys.path)}
     file = (shared_cache_dir() if cache is None else cache) / "config" / f"{canonical_hash(ident)}.json"
     known = _remembered(file, ident)
     if known is not None:
         return known
-    started = now_ns()
-    watched = {**tree_stamps(conf), **_user_conf_stamps(), **_suite_dir_paths(overrides, conf)}  # see _remember
+    # Stamped before composing (see lab.stamps.remember): conf/, suite_dir, the installed packages.
+    watched = {**tree_stamps(conf), **_user_conf_stamps(), **_suite_dir_paths(overrides, conf), **_installed()}
     config = compose_config(list(overrides), conf_dir=conf_dir)
-    _remember(file, ident, config, watched, started, conf)
+    _remember(file, ident, config, watched, conf)
     return config
+
+
+def _installed() -> dict[str, Any]:
+    """Content stamps of every ``sys.path`` directory's listing and of every file under its
+    ``hydra_plugins/`` (where Hydra looks for plugins, which may add search paths)."""
+    found: dict[str, Any] = {}
+    for entry in sys.path:
+        folder = os.path.abspath(entry or ".")
+        if folder in found or not os.path.isdir(folder):
+            continue
+        found[folder] = content_stamp(folder)
+        plugins = os.path.join(folder, "hydra_plugins")
+        if os.path.isdir(plugins):
+            found.update(tree_stamps(Path(plugins)))
+    return found
+
+
+def _search_path(config: EffectiveConfig, conf: Path) -> dict[str, Any] | None:
+    """Content stamps of every file under the folders and packages of Hydra's search path other
+    than ``conf`` (None: a source that cannot be located, never remembered)."""
+    import importlib.util
+
+    found: dict[str, Any] = {}
+    for source in config.sources:
+        scheme, _, where = source.partition("://")
+        if scheme == "file":
+            folder = Path(where)
+        elif scheme == "pkg":
+            try:
+                spec = importlib.util.find_spec(where.replace("/", "."))
+            except (ImportError, ValueError):
+                return None
+            locations = list(spec.submodule_search_locations or []) if spec is not None else []
+            if len(locations) != 1:
+                return None
+            folder = Path(locations[0])
+        elif scheme == "structured":
+            continue  # registered by code: the lab's schema, Hydra's and its plugins' (stamped as code)
+        else:
+            return None  # a source the lab cannot stamp: never remembered
+        if folder.absolute() != conf.absolute():
+            found.update(tree_stamps(folder.absolute()))
+    return found
 
 
 def _remembered(file: Path, ident: dict[str, Any]) -> EffectiveConfig | None:
@@ -104,8 +157,14 @@ def _user_conf_stamps() -> dict[str, Any]:
     for entry in os.environ.get(USER_CONF_ENV, "").split(os.pathsep):
         if entry.strip():
             path = Path(entry).expanduser().absolute()
-            stamps.update(tree_stamps(path) if path.is_dir() else {str(path): stamp(path)})
+            stamps.update(tree_stamps(path) if path.is_dir() else {str(path): content_stamp(path)})
     return stamps
+
+
+def _in_user_conf(path: str) -> bool:
+    """Whether ``path`` lies under one of the ``LAB_CONFIG_PATH`` directories."""
+    return any(path.startswith(str(Path(entry).expanduser().absolute()) + os.sep)
+               for entry in os.environ.get(USER_CONF_ENV, "").split(os.pathsep) if entry.strip())
 
 
 def _suite_dir_paths(overrides: Sequence[str], conf: Path) -> dict[str, Any]:
@@ -120,7 +179,7 @@ def _suite_dir_paths(overrides: Sequence[str], conf: Path) -> dict[str, Any]:
         return {}
     root = from_root(suite_dir)
     name = group_choice(overrides, "suite", conf) or ""
-    return {str(p): stamp(p) for p in (root, root / name, root / name / "suite.json")}
+    return {str(p): content_stamp(p) for p in (root, root / name, root / name / "suite.json")}
 
 
 def _env_names(texts: Sequence[str]) -> set[str] | None:
@@ -139,13 +198,22 @@ def _env_names(texts: Sequence[str]) -> set[str] | None:
 
 
 def _remember(file: Path, ident: dict[str, Any], config: EffectiveConfig, watched: dict[str, Any],
-              started: int, conf: Path) -> None:
+              conf: Path) -> None:
     """Write the entry for ``config`` when every rule of the module docstring allows it."""
     import json
 
+    searched = _search_path(config, conf)
+    if searched is None:
+        return
+    import hydra
+
+    # Hydra's own configs fill only the ``hydra`` node, which composing drops (lab.config.compose):
+    # their ``${now:…}`` and ``${hydra:…}`` never reach the configuration.
+    own = str(Path(hydra.__file__).resolve().parent / "conf")
     texts = list(ident["overrides"])
-    for path in watched:
-        if path.endswith((".yaml", ".yml")):  # the config directory's and LAB_CONFIG_PATH's files
+    for path in [*watched, *searched]:
+        if ((path.startswith(str(conf)) or path in searched or _in_user_conf(path)) and not path.startswith(own)
+                and path.endswith((".yaml", ".yml"))):
             try:
                 texts.append(Path(path).read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError):
@@ -154,24 +222,17 @@ def _remember(file: Path, ident: dict[str, Any], config: EffectiveConfig, watche
     if names is None or _credentials_named(names, config.data):
         return
     names.add("HOME")
-    inputs = dict(watched)
-    import hydra
-
-    # Where Hydra is installed: an install or removal there (a Hydra plugin adding a search path)
-    # changes the directory's stamp. Stamped now, so one since ``started`` is unsettled.
-    libraries = Path(hydra.__file__).resolve().parent.parent
-    inputs[str(libraries)] = stamp(libraries)
+    inputs = {**watched, **searched}
     suite_dir = config.data.get("suite_dir")
     if isinstance(suite_dir, str) and suite_dir and str(from_root(suite_dir)) not in inputs:
-        # Set in a config file: stamped after composing, so a change since ``started`` is unsettled.
-        inputs[str(from_root(suite_dir))] = stamp(from_root(suite_dir))
+        inputs[str(from_root(suite_dir))] = content_stamp(from_root(suite_dir))  # set in a config file
     try:
         if json.loads(json.dumps(config.data, allow_nan=False)) != config.data:
             return
     except (TypeError, ValueError):
         return
     env = {name: env_digest(os.environ.get(name)) for name in sorted(names)}
-    if remember(file, KIND, ident, inputs, started, {"env": env, "data": config.data, "variant": config.variant}):
+    if remember(file, KIND, ident, inputs, {"env": env, "data": config.data, "variant": config.variant}):
         _prune(file.parent)
 
 

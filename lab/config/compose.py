@@ -40,6 +40,10 @@ class EffectiveConfig:
     data: dict[str, Any]
     variant: str = "baseline"
     overrides: tuple[str, ...] = ()
+    sources: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    """Hydra's search path when composed: ``<scheme>://<path>`` of every config source it read
+    (``file://`` folders, ``pkg://`` packages, ``hydra.searchpath`` additions, plugins'); empty when
+    remembered (:mod:`lab.config.cache`)."""
     _hashes: dict[str | None, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -140,18 +144,19 @@ def compose_config(overrides: list[str] | tuple[str, ...] = (), *,
         others = [o for o in expanded if getattr(parse_override(o), "key_or_group", None) != "variant"]
         raise ConfigError("\n".join(problems + _override_problems([*others, "variant=baseline"], conf)))
     try:
-        data, chosen = _compose(expanded, conf)
+        data, chosen, sources = _compose(expanded, conf)
     except Exception as exc:  # Hydra/OmegaConf raise many types; all are user input errors here
         problems = _override_problems(expanded, conf) or [describe_compose_error(exc, expanded, conf)]
         raise ConfigError("\n".join(problems)) from exc
     problems = data_problems(data)
     if problems:
         raise ConfigError("\n".join(problems))
-    return EffectiveConfig(data=data, variant=chosen, overrides=tuple(overrides))
+    return EffectiveConfig(data=data, variant=chosen, overrides=tuple(overrides), sources=sources)
 
 
-def _compose(overrides: list[str], conf_dir: Path) -> tuple[dict[str, Any], str]:
-    """Hydra compose → (resolved plain data, variant choice). Raises Hydra's own errors."""
+def _compose(overrides: list[str], conf_dir: Path) -> tuple[dict[str, Any], str, tuple[str, ...]]:
+    """Hydra compose → (resolved plain data, variant choice, config sources as ``scheme://path``).
+    Raises Hydra's own errors."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf, open_dict
@@ -166,13 +171,14 @@ def _compose(overrides: list[str], conf_dir: Path) -> tuple[dict[str, Any], str]
         with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3", job_name="lab"):
             cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
             variant = str(cfg.hydra.runtime.choices.get("variant") or "baseline")
+            sources = tuple(f"{s.schema}://{s.path}" for s in cfg.hydra.runtime.config_sources)
             with open_dict(cfg):
                 del cfg["hydra"]
             data = OmegaConf.to_container(cfg, resolve=True, throw_on_missing=True)
     finally:
         GlobalHydra.instance().clear()
     assert isinstance(data, dict)
-    return {str(k): v for k, v in data.items()}, variant
+    return {str(k): v for k, v in data.items()}, variant, sources
 
 
 def _override_problems(overrides: list[str], conf_dir: Path) -> list[str]:
@@ -190,7 +196,7 @@ def _override_problems(overrides: list[str], conf_dir: Path) -> list[str]:
         except Exception as exc:  # any Hydra/OmegaConf error: this override is the culprit
             problems.append(describe_compose_error(exc, [override], conf_dir))
     try:
-        data, _ = _compose(good, conf_dir)
+        data = _compose(good, conf_dir)[0]
     except Exception as exc:  # the base config itself is broken; say so once
         return problems + [describe_compose_error(exc, good, conf_dir)]
     return problems + data_problems(data)

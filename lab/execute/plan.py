@@ -11,8 +11,6 @@ import hashlib
 import random
 import re
 from dataclasses import dataclass
-from functools import cache
-from pathlib import Path
 
 from lab.config.compose import EffectiveConfig
 from lab.errors import ConfigError
@@ -21,11 +19,6 @@ from lab.suites.load import Suite, Task
 HARNESS_VERSION = "0.1.0"
 """The built-in harness's version, in every report and cassette header."""
 
-# Sources that act on a run; a change to any of them re-executes runs.
-HARNESS_SOURCES = ("agents", "gateway", "providers", "replay", "sandbox", "execute/run.py", "execute/context.py",
-                   "execute/recording.py", "execute/command_run.py", "execute/agent_cassettes.py", "execute/agent_process.py",
-                   "execute/verifiers.py", "execute/answer_checks.py", "execute/fieldcap.py")
-LAB_DIR = Path(__file__).resolve().parent.parent
 PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
@@ -120,25 +113,8 @@ def run_id(suite_id: str, store_key: str, k: int, seed: int, tasks: list[str] | 
     return f"{base}.t{hashlib.sha256(','.join(sorted(tasks)).encode()).hexdigest()[:8]}"
 
 
-@cache
 def harness_digest() -> str:
-    """sha256 hex over the lab sources that act on a run (sorted path + bytes).
+    """sha256 hex of the code a run can execute (:func:`lab.execute.harness.harness_digest`)."""
+    from lab.execute.harness import harness_digest as digest
 
-    Each file's own sha256 comes from the data dir's digest cache
-    (:func:`lab.stamps.shared_digests`): read once per version of the file.
-    """
-    from lab.stamps import shared_digests, walk_files
-
-    digests = shared_digests()
-    digest = hashlib.sha256()
-    files: list[Path] = []
-    for name in HARNESS_SOURCES:
-        p = LAB_DIR / name
-        files += list(walk_files(p, ".py")) if p.is_dir() else [p]
-    for p in files:
-        file_digest = digests.digest(p)
-        if file_digest is None:
-            raise FileNotFoundError(f"harness source {p} is missing")
-        digest.update(p.relative_to(LAB_DIR).as_posix().encode() + b"\0")
-        digest.update(bytes.fromhex(file_digest))
-    return digest.hexdigest()
+    return digest()

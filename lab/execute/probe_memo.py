@@ -11,10 +11,11 @@ the process's capabilities and seccomp state, the temp directory variables and
 the lab's sandbox code. Any change means a new probe.
 
 Only success is remembered: a host where bwrap fails is probed by every
-command (so a fix takes effect at once), and before the first run a command
-executes, the remembered answer is confirmed by a real probe
-(``lab.execute.sandboxing.confirm_choice``): no run ever executes under a
-backend other than the one its inputs name.
+command (so a fix takes effect at once), and a command with runs to execute
+confirms the remembered answer with a real probe before it plans them
+(``lab.execute.sandboxing.confirm_choice``, ``lab.build.graph``): a stale memo
+is forgotten and the runs are planned under the backend that holds, so no run
+ever executes under a backend other than the one its inputs name.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.canonical import canonical_hash
-from lab.stamps import read_entry, shared_cache_dir, stamp, write_entry
+from lab.stamps import caching, read_entry, shared_cache_dir, stamp, write_entry
 
 KIND = "sandbox-probe"
 LIMIT_FILES = ("/proc/sys/kernel/unprivileged_userns_clone", "/proc/sys/user/max_user_namespaces",
@@ -57,13 +58,17 @@ def _entry_file(host: dict[str, Any]) -> Path:
 
 def bwrap_remembered() -> bool:
     """Whether a bwrap probe succeeded earlier on this host, in the state it is in now."""
+    if not caching():
+        return False
     host = fingerprint()
     entry = read_entry(_entry_file(host), KIND)
     return entry is not None and entry.get("fingerprint") == host and entry.get("works") is True
 
 
 def remember_bwrap() -> None:
-    """Remember that a bwrap probe succeeded (call right after one did)."""
+    """Remember that a bwrap probe succeeded (call right after one did; not with ``LAB_NO_CACHE``)."""
+    if not caching():
+        return
     host = fingerprint()
     write_entry(_entry_file(host), KIND, {"fingerprint": host, "works": True})
 

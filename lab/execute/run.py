@@ -18,6 +18,7 @@ from lab.config.identity import runtime_settings
 from lab.errors import LabError
 from lab.execute.context import EvalContext
 from lab.execute.events import utc_now
+from lab.execute.harness import execution_facts
 from lab.execute.plan import RunSpec, harness_digest
 from lab.execute.recording import (
     cassette_header,
@@ -225,7 +226,7 @@ def _record_base(ctx: EvalContext, spec: RunSpec, started_at: str) -> dict[str, 
         "compactionUsage": None, "turns": 0, "toolCalls": 0, "compactions": 0,
         "events": [], "incidents": [], "retries": 0, "error": None, "divergence": None,
         "startedAt": started_at, "finishedAt": None, "wallMs": None, "workspace": None,
-        "warnings": [], "runtime": runtime_settings(ctx.config.data),
+        "warnings": [], "runtime": {**runtime_settings(ctx.config.data), **execution_facts(ctx.sandbox_name())},
     }
 
 

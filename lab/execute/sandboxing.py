@@ -118,6 +118,34 @@ def open_chosen(choice: SandboxChoice, *, stderr: TextIO | None = None) -> Sandb
     return opened
 
 
+def confirm_choice(choice: SandboxChoice, *, stderr: TextIO | None = None) -> tuple[Sandbox, SandboxChoice]:
+    """Open the sandbox for ``choice`` now, before any run is planned to execute under it.
+
+    Called when a command will execute runs under a remembered choice: a real
+    probe confirms it, or gives the backend that holds now (the memo is then
+    forgotten), so the runs are planned under the backend they will run under
+    instead of the command stopping.
+
+    Returns:
+        The opened sandbox and the choice that holds (``choice`` when confirmed).
+
+    Raises:
+        SandboxError: as :func:`open_sandbox` (``sandbox=bwrap`` and bwrap fails
+            now); the memo is forgotten.
+    """
+    from lab.execute.probe_memo import forget_bwrap
+
+    try:
+        opened = open_sandbox(choice.requested, stderr=stderr)
+    except SandboxError:
+        forget_bwrap()
+        raise
+    if opened.name == choice.name:
+        return opened, choice
+    forget_bwrap()
+    return opened, SandboxChoice(choice.requested, opened.name)
+
+
 _lock = threading.Lock()
 _resolved: dict[str, SandboxBackend] = {}
 _root: list[RunRoot] = []

@@ -33,6 +33,7 @@ from lab.report.metrics import (
 from lab.report.notes import REPLAY_NOTE as REPLAY_NOTE  # re-exported
 from lab.report.notes import SCRIPTED_NOTE as SCRIPTED_NOTE
 from lab.report.power import aggregate_detectable, task_detectable
+from lab.report.provenance import ExecutionFacts
 from lab.report.repetition import Repetition
 from lab.report.stats import pass_at_k, pass_hat_k, pass_hat_k_interval, wilson_interval
 
@@ -183,6 +184,7 @@ class ReportTally:
         self._task: str | None = None
         self._scope: Scope | None = None
         self._last: tuple[str, int, int] | None = None
+        self.execution = ExecutionFacts()
 
     def add(self, record: dict[str, Any]) -> None:
         """Tally one record; records must come in report order."""
@@ -197,6 +199,7 @@ class ReportTally:
         self._scope.add(record)
         self.all.add(record)
         self.repetition.add(record)
+        self.execution.add(record)
         error = record.get("error") or {}
         if _error_kind(record) == "replay_divergence":
             self.divergences += 1
@@ -261,7 +264,8 @@ class ReportTally:
         while self._planned:
             self._task, self._scope = self._planned.pop(), Scope(self._priced, list)
             self._close_task()
-        doc: dict[str, Any] = {"schemaVersion": REPORT_SCHEMA_VERSION, "header": dict(self.header)}
+        doc: dict[str, Any] = {"schemaVersion": REPORT_SCHEMA_VERSION,
+                               "header": {**self.header, "execution": self.execution.block()}}
         replay = self.header.get("mode") == "replay"
         if replay:
             doc["header"]["note"] = REPLAY_NOTE

@@ -21,6 +21,7 @@ from typing import Any
 
 from lab.errors import ProcessStartError, SandboxError, ToolError, WorkspaceError
 from lab.sandbox.base import Launch, SandboxBackend, command_limits
+from lab.sandbox.listing import skipped_in
 from lab.sandbox.process import minimal_env, run_launch
 
 Snapshot = dict[str, str]
@@ -109,7 +110,9 @@ def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "la
     """Copy a fixture into a fresh temporary directory.
 
     Symbolic links are copied as links (never followed); the fixture itself is
-    only read. With ``git_init`` the copy becomes a git repository with one
+    only read. Entries :func:`lab.sandbox.listing.copied` leaves out (bytecode
+    caches, ``.DS_Store``, a nested ``.git``) are not copied: the suite digest
+    leaves out the same ones. With ``git_init`` the copy becomes a git repository with one
     commit of everything, made with a fixed identity and date, so two copies
     of the same fixture have the same commit hash.
 
@@ -141,7 +144,7 @@ def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "la
         raise WorkspaceError(
             f"fixture {str(fixture)!r}: cannot create a temporary directory: {exc}") from exc
     try:
-        shutil.copytree(fixture, workspace, symlinks=True, dirs_exist_ok=True)
+        shutil.copytree(fixture, workspace, symlinks=True, dirs_exist_ok=True, ignore=skipped_in)
         if sandbox is not None:
             sandbox.prepare(workspace)
         if git_init:

@@ -4,16 +4,16 @@ Loading a suite validates ``suite.json`` against its JSON Schema, checks
 every fixture path and link and hashes every file of the suite directory.
 :func:`load_suite_cached` gives back the :class:`~lab.suites.load.Suite` an
 earlier command loaded from the same directory when nothing it was made from
-changed, checked by stamps (:mod:`lab.stamps`):
+changed, checked by content stamps (:mod:`lab.stamps`):
 
 - every directory, file and link under the suite directory (a directory's
   stamp changes when an entry is added, removed or renamed in it);
-- the agent profiles a task may name (``conf/agent/``);
+- the agent profiles a task may name (every file under ``conf/agent/``);
 - every code file loaded when it was loaded: the lab's suite loader and
   schemas, and the libraries it uses (jsonschema, semver).
 
 Stamps are taken before the suite is read, and the entry is written only
-when every stamped path had settled (``lab.stamps.RACY_NS``). A suite that
+when every stamped path still holds what it held then. A suite that
 does not load is never remembered: its problems are reported again.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 
 from lab.canonical import canonical_hash
 from lab.paths import CONF_DIR
-from lab.stamps import now_ns, remember, remembered, shared_cache_dir, stamp, tree_stamps
+from lab.stamps import remember, remembered, shared_cache_dir, tree_stamps
 from lab.suites.load import Suite, Task, load_suite
 
 KIND = "loaded-suite"
@@ -53,13 +53,12 @@ def load_suite_cached(path: Path, *, cache: Path | None = None) -> Suite:
             return decode_suite(entry["suite"])
         except (KeyError, TypeError, ValueError, AttributeError):
             pass  # another lab's shape: load it again
-    started = now_ns()
     # Stamped before the suite is read: a change while it loads shows as a new stamp.
-    inputs = {**tree_stamps(suite_dir, follow=False), str(CONF_DIR / "agent"): stamp(CONF_DIR / "agent")}
+    inputs = {**tree_stamps(suite_dir, follow=False), **tree_stamps(CONF_DIR / "agent")}
     suite = load_suite(suite_dir)
     encoded = _encoded(suite)
     if encoded is not None:
-        remember(file, KIND, ident, inputs, started, {"suite": encoded})
+        remember(file, KIND, ident, inputs, {"suite": encoded})
     return suite
 
 

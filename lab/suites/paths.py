@@ -167,9 +167,10 @@ def suite_digest(suite_dir: Path, tree: SuiteTree | None = None) -> str:
     """sha256 hex over every file of the suite: sorted relative path and bytes.
 
     Covers suite.json, every fixture file and every other file in the suite
-    directory (e.g. the scripted provider's ``scripts/``). Ignores
-    ``__pycache__``, ``.pytest_cache``, ``.git``, ``.DS_Store``, ``*.pyc`` and
-    the top-level ``cassettes/`` (recordings of a suite outside the checkout
+    directory (e.g. the scripted provider's ``scripts/``), listed by the rule a
+    run's copy of a fixture is made by (:func:`lab.sandbox.listing.copied`:
+    ``__pycache__``, ``.pytest_cache``, ``.git``, ``.DS_Store``, ``*.pyc`` are
+    in neither), and leaves out the top-level ``cassettes/`` (recordings of a suite outside the checkout
     live there; recording must not change the suite's digest).
     Symlinks contribute their target text, not the file they point to.
     Each entry is ``<posix path> NUL sha256(bytes)``, in sorted path order.
@@ -186,7 +187,7 @@ def suite_digest(suite_dir: Path, tree: SuiteTree | None = None) -> str:
     digest = hashlib.sha256()
     files: list[tuple[str, str, bool]] = []
     for rel, path, kind in sorted(tree.entries):
-        if kind == DIR or rel.endswith(".pyc") or rel.partition("/")[0] == SUITE_CASSETTES:
+        if kind == DIR or rel.partition("/")[0] == SUITE_CASSETTES:
             continue
         if kind == OTHER:  # the listing could not tell: ask lstat, as for any entry before
             try:

@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-IGNORED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".git", ".DS_Store"})
-"""Names skipped (at any depth) by the digest and the file checks."""
+from lab.sandbox.listing import SKIPPED_NAMES, copied
+
+IGNORED_NAMES = SKIPPED_NAMES
+"""Names skipped (at any depth) by the digest and the file checks: those a run's copy of a fixture
+leaves out (:mod:`lab.sandbox.listing`; ``*.pyc`` too)."""
 
 DIR, FILE, LINK, OTHER = "dir", "file", "link", "other"
 """Entry kinds: a directory, a regular file, a symbolic link, anything else (FIFO, socket,
@@ -83,7 +86,7 @@ def walk_suite(suite_dir: Path) -> SuiteTree:
             continue
         for item in found:
             name = item.name
-            if name in IGNORED_NAMES:
+            if not copied(name):  # the run's copy leaves it out: so does the digest
                 continue
             rel = prefix + name
             try:  # most entries are files: one question each

@@ -43,7 +43,7 @@ def test_a_remembered_record_is_judged_without_reading_it(store: Path) -> None:
     record = write_record(store / "runs" / "t" / "s0-r0.json")
     remembered(store, record)
     doc = json.loads((store.parent / "index.json").read_text(encoding="utf-8"))
-    doc["records"][str(record)][6] = canonical_hash({"other": "inputs"})  # plant: the index is believed
+    doc["records"][str(record)][1] = canonical_hash({"other": "inputs"})  # plant: the index is believed
     (store.parent / "index.json").write_text(json.dumps(doc), encoding="utf-8")
     index = RecordIndex(store, store.parent / "index.json")
     assert not RecordCurrent(record, INPUTS, index)(None, {})

@@ -19,7 +19,7 @@ import pytest
 import lab.execute.sandboxing as sandboxing
 from lab.errors import SandboxError
 from lab.execute.probe_memo import bwrap_remembered, fingerprint, remember_bwrap
-from lab.execute.sandboxing import SandboxChoice, choose_sandbox, open_chosen
+from lab.execute.sandboxing import SandboxChoice, choose_sandbox, confirm_choice, open_chosen
 from lab.stamps import shared_cache_dir
 
 
@@ -140,3 +140,20 @@ def test_a_corrupt_or_foreign_memo_is_not_trusted(fake_bwrap: tuple[Path, Path],
     (entry,) = (shared_cache_dir() / "sandbox").glob("*.json")
     entry.write_bytes(content)
     assert not bwrap_remembered()
+
+
+def test_a_stale_memo_is_probed_again_before_any_run_is_planned(
+        fake_bwrap: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 25, finding 8: the next command exited 1 asking to be run again; now it re-probes by itself
+    and plans its runs under the backend that holds (lab.build.graph plans them again)."""
+    _, flag = fake_bwrap
+    choice = remembered_choice("auto", monkeypatch)
+    flag.touch()
+    opened, holds = confirm_choice(choice)
+    assert (opened.name, holds.name, holds.remembered) == ("none", "none", False)
+    assert "commands run UNSANDBOXED" in capsys.readouterr().err
+    assert not bwrap_remembered()
+    flag.unlink()
+    new_process(monkeypatch)
+    confirmed, same = confirm_choice(remembered_choice("auto", monkeypatch))
+    assert (confirmed.name, same.name, same.remembered) == ("bwrap", "bwrap", True)

@@ -104,7 +104,7 @@ def header(case: str, records: list[dict[str, Any]]) -> dict[str, Any]:
             "compaction": {"enabled": True, "threshold": 0.8},
             "agent": {"name": "builtin", "kind": "builtin", "version": None},
             "runsRequested": len(records), "tasksRequested": len(tasks),
-            "execution": {"jobs": 2, "machine": "0123456789ab"}}
+            "reportCodeDigest": "d" * 64}
 
 
 def stored(case: str, root: Path) -> tuple[dict[str, Any], list[Path], list[dict[str, Any]]]:
