@@ -49,7 +49,10 @@ def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Pa
     assert 3 <= len(kept) < 35
     events = [json.loads(x) for x in (next(tmp_path.glob("*/*/history.jsonl"))).read_text().splitlines()]
     assert any(e["event"] == "run_cancelled" for e in events)
-    again = run_cmd(["doit", "eval", "suite=smoke-coding", "provider=scripted", "k=5"], tmp_path)
+    # The same environment (TMPDIR too: the sandbox backend a command can use depends on where its
+    # temp root is, and the backend is a run input).
+    again = subprocess.run([str(BIN / "doit"), "eval", "suite=smoke-coding", "provider=scripted", "k=5"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
     assert again.returncode == 0, again.stdout + again.stderr
     # Every kept result is reused; a run the signal caught mid-command may have ended as an
     # infrastructure error, and those run again (docs/faults.md).
