@@ -75,12 +75,15 @@ def _execution_reason(hb: dict[str, Any], hc: dict[str, Any]) -> str | None:
     if hb.get("sandbox") != hc.get("sandbox"):  # a sandboxed command pays for its namespaces and mounts
         return f"runs made under different sandbox backends (base {hb.get('sandbox')}, cand {hc.get('sandbox')})"
     eb, ec = hb.get("execution"), hc.get("execution")
+    eb, ec = (None if e is None else {"executor": "local", **e} for e in (eb, ec))  # absent: local
     if eb == ec:
         return None
     if eb is None or ec is None:
         return f"execution conditions unknown for {'base' if eb is None else 'cand'}"
     if eb.get("jobs") != ec.get("jobs"):
         return f"runs made with different jobs (base {eb.get('jobs')}, cand {ec.get('jobs')})"
+    if eb["executor"] != ec["executor"]:
+        return f"runs made with different executors (base {eb['executor']}, cand {ec['executor']})"
     return "runs made on different machines"
 
 
