@@ -110,6 +110,7 @@ class RayExecutor:
         self._flag = ray.remote(CancelFlag).options(num_cpus=0).remote()
         self._task = ray.remote(run_remote).options(
             num_cpus=0, resources=self.resources, max_retries=int(self.settings.get("max_retries", 3)),
+            scheduling_strategy="SPREAD",  # runs over every node that has slots, not packed onto the first
             retry_exceptions=False)
 
     def execute(self, ctx: Any, spec: Any) -> dict[str, Any] | None:
