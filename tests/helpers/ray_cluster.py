@@ -68,8 +68,13 @@ def start_cluster(root: Path) -> Iterator[RayCluster]:
         message = f"a two-node Ray cluster needs about {MIN_FREE_GIB} GiB free; {free_gib():.1f} GiB are"
         pytest.fail(message) if ci else pytest.skip(message)
     head_root, other_root = root / "node-a", root / "node-b"
+    # A loaded machine (2 cores shared by the whole suite) starts a node's agents slowly; Ray's
+    # default wait for them (30 s) then kills the raylet. Read by the raylets at start.
+    saved = os.environ.get("RAY_agent_register_timeout_ms")
+    os.environ["RAY_agent_register_timeout_ms"] = "180000"
     cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "resources": {"lab_run": SLOTS_PER_NODE}, "env_vars": _node_env(head_root, {})})
+        "num_cpus": 1, "resources": {"lab_run": SLOTS_PER_NODE}, "env_vars": _node_env(head_root, {}),
+        "include_dashboard": False})
     try:
         other = cluster.add_node(num_cpus=1, resources={"lab_run": SLOTS_PER_NODE}, env_vars=_node_env(other_root, {}))
         cluster.wait_for_nodes()
@@ -77,6 +82,10 @@ def start_cluster(root: Path) -> Iterator[RayCluster]:
                          node_dirs={cluster.head_node.node_id: head_root, other.node_id: other_root})
     finally:
         cluster.shutdown()
+        if saved is None:
+            os.environ.pop("RAY_agent_register_timeout_ms", None)
+        else:
+            os.environ["RAY_agent_register_timeout_ms"] = saved
 
 
 TASK_TEMPLATE: dict[str, Any] = {
