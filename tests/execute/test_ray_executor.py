@@ -184,17 +184,21 @@ def test_a_worker_with_another_lab_refuses_the_run_naming_both_digests(cluster: 
     shutil.copytree(ROOT / "lab", other / "lab", ignore=shutil.ignore_patterns("__pycache__"))
     with open(other / "lab" / "execute" / "run.py", "a", encoding="utf-8") as source:
         source.write("\n# another version of the harness\n")
-    node = cluster.add_node(tmp_path / "node-c", {"lab_other": 1}, {"PYTHONPATH": str(other)})
+    # Only this node has lab_other: the run needs both (one lab_run slot, and lab_other to land here).
+    node = cluster.add_node(tmp_path / "node-c", {"lab_run": 1, "lab_other": 1}, {"PYTHONPATH": str(other)})
     try:
-        result = run_cmd(["lab", "run", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]",
-                          "~executor.resources.lab_run", "+executor.resources.lab_other=1", *on_ray(cluster)],
-                         tmp_path / "runs")
+        # From another directory: Ray puts the driver's working directory first on its workers' path.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {"LAB_DATA_DIR": str(tmp_path / "runs")}
+        result = subprocess.run([str(BIN / "lab"), "run", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]",
+                                 "+executor.resources.lab_other=1", *on_ray(cluster)], cwd=tmp_path, env=env,
+                                capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300, check=False)
     finally:
         cluster.cluster.remove_node(node)
+    assert records(tmp_path / "runs"), result.stdout[-1500:] + result.stderr[-1500:]
     [record] = records(tmp_path / "runs").values()
     assert record["error"]["kind"] == "harness_mismatch"
     driver_digest = record["harnessDigest"]
-    [line] = [line for line in result.stdout.splitlines() if "harness_mismatch" in line]
+    line = next(line for line in result.stdout.splitlines() if "harness_mismatch" in line)  # the run's line
     assert driver_digest in line and "its lab harness digest is " in line
     assert line.split("its lab harness digest is ")[1].split(",")[0] != driver_digest
     assert result.returncode == 1
