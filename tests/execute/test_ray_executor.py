@@ -245,12 +245,12 @@ def counting_stub() -> Iterator[tuple[str, type[_CountingStub]]]:
 
 
 @pytest.mark.parametrize("executor", ["ray", "local"])
-def test_the_provider_cap_holds_across_the_cluster(executor: str, cluster: RayCluster, tmp_path: Path,
+def test_the_provider_cap_holds_across_the_cluster(executor: str, tmp_path: Path, request: pytest.FixtureRequest,
                                                    counting_stub: tuple[str, type[_CountingStub]],
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     url, stub = counting_stub
     suites = make_suite(tmp_path / "suites", "capped", {f"t{i}": [sys.executable, "-c", "pass"] for i in range(4)})
-    where = on_ray(cluster) if executor == "ray" else []
+    where = on_ray(request.getfixturevalue("cluster")) if executor == "ray" else []  # local needs no cluster
     argv = ["lab", "run", f"suite_dir={suites}", "suite=capped", "provider=openai", f"provider.base_url={url}",
             f"provider.api_key_env={STUB_KEY_ENV}", "provider.max_concurrent_calls=4", "preflight=false", "k=10",
             "jobs=40", "yes=true", "sandbox=none", "trust_local=true", *where]

@@ -72,12 +72,8 @@ def start_cluster(root: Path) -> Iterator[RayCluster]:
     # default wait for them (30 s) then kills the raylet. Read by the raylets at start.
     saved = os.environ.get("RAY_agent_register_timeout_ms")
     os.environ["RAY_agent_register_timeout_ms"] = "180000"
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "resources": {"lab_run": SLOTS_PER_NODE}, "env_vars": _node_env(head_root, {}),
-        "include_dashboard": False})
+    cluster, other = _two_nodes(Cluster, head_root, other_root)
     try:
-        other = cluster.add_node(num_cpus=1, resources={"lab_run": SLOTS_PER_NODE}, env_vars=_node_env(other_root, {}))
-        cluster.wait_for_nodes()
         yield RayCluster(address=cluster.address, cluster=cluster,
                          node_dirs={cluster.head_node.node_id: head_root, other.node_id: other_root})
     finally:
@@ -86,6 +82,25 @@ def start_cluster(root: Path) -> Iterator[RayCluster]:
             os.environ.pop("RAY_agent_register_timeout_ms", None)
         else:
             os.environ["RAY_agent_register_timeout_ms"] = saved
+
+
+def _two_nodes(cluster_type: Any, head_root: Path, other_root: Path, tries: int = 2) -> tuple[Any, Any]:
+    """Start the head and a second node. Ray gives a node 30 s to register (not configurable); on a
+    loaded machine that can pass, so a failed start is tried once more from scratch."""
+    for attempt in range(tries):
+        cluster = cluster_type(shutdown_at_exit=True)
+        try:
+            cluster.add_node(num_cpus=1, resources={"lab_run": SLOTS_PER_NODE}, env_vars=_node_env(head_root, {}),
+                             include_dashboard=False)
+            other = cluster.add_node(num_cpus=1, resources={"lab_run": SLOTS_PER_NODE},
+                                     env_vars=_node_env(other_root, {}))
+            cluster.wait_for_nodes()
+            return cluster, other
+        except Exception:  # Ray's own "node timed out during startup"  # noqa: BLE001
+            cluster.shutdown()
+            if attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 TASK_TEMPLATE: dict[str, Any] = {
