@@ -127,7 +127,11 @@ def _open_execution(ctx: Any) -> Any:
     from lab.execute.events import emit_run_error
 
     try:
-        if ctx.executor_in_force().name == "local":
+        if ctx.executor is None:
+            from lab.execute.executor import executor_for
+
+            ctx.executor = executor_for(dict(ctx.config.data.get("executor") or {"name": "local"}))
+        if ctx.executor.name == "local":
             ctx.sandbox_in_force()
     except LabError as exc:
         message = str(exc)
@@ -161,7 +165,7 @@ def _execute(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any], ident: d
     ctx.events.emit("run_started", **ident)
     try:
         with ctx.running():
-            record = ctx.executor_in_force().execute(ctx, spec)
+            record = ctx.executor.execute(ctx, spec)
     except KeyboardInterrupt:
         ctx.cancel.set()
         ctx.events.emit("run_cancelled", **ident)

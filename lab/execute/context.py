@@ -39,8 +39,8 @@ class EvalContext:
         label: the variant a ``lab variants`` command measures with this
             context ('' for a plain eval); it names the variant on each
             run's console line.
-        executor: where stale runs execute (``lab.execute.executor``); None
-            resolves ``executor=`` of the config at the first run.
+        executor: where stale runs execute (``lab.execute.executor``); set
+            from ``executor=`` of the config before the first run.
         call_gate: holds one of the provider endpoint's call slots around
             each model call (``provider.max_concurrent_calls``), or None.
     """
@@ -62,18 +62,6 @@ class EvalContext:
     sandbox_choice: Any = None
     executor: Any = None
     call_gate: Any = None
-
-    def executor_in_force(self) -> Any:
-        """The command's ``Executor``, resolved once from the ``executor`` group.
-
-        Raises:
-            ConfigError: an unknown executor, or Ray missing or unreachable.
-        """
-        if self.executor is None:
-            from lab.execute.executor import executor_for
-
-            self.executor = executor_for(dict(self.config.data.get("executor") or {"name": "local"}))
-        return self.executor
 
     @property
     def config_hash(self) -> str:

@@ -19,17 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from lab.errors import ConfigError
 
-__all__ = ["EXECUTORS", "CallGate", "Executor", "LocalExecutor", "executor_for", "local_call_gate", "node_fingerprint"]
-
-CallGate = Callable[[], AbstractContextManager[None]]
-"""Holds one of the endpoint's call slots for the duration of a ``with`` block."""
+__all__ = ["EXECUTORS", "Executor", "LocalExecutor", "executor_for", "node_fingerprint"]
 
 
 class Executor(Protocol):
@@ -69,6 +64,7 @@ class LocalExecutor:
     name = "local"
 
     def execute(self, ctx: Any, spec: Any) -> dict[str, Any] | None:
+        from lab.execute.call_cap import local_call_gate
         from lab.execute.run import execute_run
 
         if ctx.call_gate is None:
@@ -76,30 +72,6 @@ class LocalExecutor:
         record = execute_run(ctx, spec)
         record["runtime"] = {**record.get("runtime", {}), "executor": self.name, "node": node_fingerprint()}
         return record
-
-
-_GATES: dict[tuple[str, int], threading.BoundedSemaphore] = {}
-_GATES_LOCK = threading.Lock()
-
-
-def local_call_gate(provider: dict[str, Any], mode: str) -> CallGate | None:
-    """The in-process cap on concurrent calls to ``provider``'s endpoint
-    (``provider.max_concurrent_calls``; None when unset or in replay, where no call leaves)."""
-    cap = provider.get("max_concurrent_calls")
-    if cap is None or mode == "replay":
-        return None
-    from lab.config.identity import endpoint_identity, endpoint_key
-
-    key = (endpoint_key(endpoint_identity(provider, mode)), int(cap))
-    with _GATES_LOCK:
-        semaphore = _GATES.setdefault(key, threading.BoundedSemaphore(int(cap)))
-
-    @contextmanager
-    def slot() -> Iterator[None]:
-        with semaphore:
-            yield
-
-    return slot
 
 
 def _ray(settings: dict[str, Any]) -> Executor:
@@ -124,18 +96,3 @@ def executor_for(settings: dict[str, Any]) -> Executor:
         raise ConfigError(f"config: executor.name: unknown executor {name!r} (known: {', '.join(sorted(EXECUTORS))})")
     return make(settings)
 
-
-class GatedProvider:
-    """A provider whose every call holds one of its endpoint's slots (``provider.max_concurrent_calls``)."""
-
-    def __init__(self, inner: Any, gate: CallGate) -> None:
-        self.inner = inner
-        self.gate = gate
-        self.name = inner.name
-
-    def send(self, request: dict[str, Any], *, purpose: Any = "main", timeout_s: float | None = None) -> Any:
-        with self.gate():
-            return self.inner.send(request, purpose=purpose, timeout_s=timeout_s)
-
-    def __getattr__(self, attribute: str) -> Any:  # whatever else the wrapped provider offers
-        return getattr(self.inner, attribute)

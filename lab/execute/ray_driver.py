@@ -101,7 +101,7 @@ class RayExecutor:
                 where = address or "a local cluster"
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise ConfigError(f"config: executor.address: cannot start or reach {where}: {first}") from None
-        available = ray.cluster_resources()
+        available = ray.cluster_resources()  # type: ignore[no-untyped-call]
         missing = [name for name in self.resources if available.get(name, 0) < self.resources[name]]
         if missing:
             advert = json.dumps({name: 8 for name in missing})

@@ -197,8 +197,8 @@ def _provider(ctx: EvalContext, task: Task, workspace: Path,
 
     provider = make_provider(ctx.config.data["provider"], suite_dir=ctx.suite.path,
                              task_id=task.id, env=ctx.env)
-    if ctx.call_gate is not None:  # provider.max_concurrent_calls (lab.execute.executor)
-        from lab.execute.executor import GatedProvider
+    if ctx.call_gate is not None:  # provider.max_concurrent_calls (lab.execute.call_cap)
+        from lab.execute.call_cap import GatedProvider
 
         provider = GatedProvider(provider, ctx.call_gate)
     if ctx.config.mode == "record":

@@ -12,7 +12,8 @@ import pytest
 
 from lab.config.compose import compose_config
 from lab.errors import ConfigError
-from lab.execute.executor import GatedProvider, LocalExecutor, executor_for, local_call_gate
+from lab.execute.call_cap import GatedProvider, local_call_gate
+from lab.execute.executor import LocalExecutor, executor_for
 from tests.helpers.lab_process import ROOT, run_cmd
 
 
