@@ -142,10 +142,12 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
 def _sandbox(config: Any, suite: Any) -> Any:
     """The backend ``sandbox=`` gives (a ``SandboxChoice``; the sandbox opens before the first run
     this command executes); refuse unsandboxed third-party commands (trust_local)."""
-    from lab.execute.sandboxing import check_trust, choose_sandbox
+    from lab.execute.sandboxing import check_trust, choose_sandbox, cluster_choice
     from lab.suites.source import is_third_party
 
-    choice = choose_sandbox(config.data["sandbox"]["name"])
+    requested = config.data["sandbox"]["name"]
+    on_cluster = (config.data.get("executor") or {}).get("name", "local") != "local"
+    choice = cluster_choice(requested) if on_cluster else choose_sandbox(requested)
     check_trust(choice, third_party=is_third_party(suite.path),
                 trust_local=bool(config.data["trust_local"]), where=f"suite {suite.id} ({suite.path})")
     agent = config.data["agent"]

@@ -59,7 +59,8 @@ def _report(data: Path) -> dict[str, Any]:
 
 def test_replay_on_two_nodes_matches_local_and_only_stale_runs_are_dispatched(cluster: RayCluster,
                                                                                  tmp_path: Path) -> None:
-    base = ["lab", "run", "suite=smoke-coding", "mode=replay", "jobs=4"]
+    # sandbox=auto on a cluster means bwrap on every worker; these nodes may have none (docs/distributed.md)
+    base = ["lab", "run", "suite=smoke-coding", "mode=replay", "jobs=4", "sandbox=none"]
     local = run_cmd([*base, "progress=true"], tmp_path / "local")
     remote = run_cmd([*base, *on_ray(cluster)], tmp_path / "ray")
     assert local.returncode == remote.returncode == 0, remote.stderr[-2000:]
@@ -190,7 +191,7 @@ def test_a_worker_with_another_lab_refuses_the_run_naming_both_digests(cluster: 
         # From another directory: Ray puts the driver's working directory first on its workers' path.
         env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {"LAB_DATA_DIR": str(tmp_path / "runs")}
         result = subprocess.run([str(BIN / "lab"), "run", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]",
-                                 "+executor.resources.lab_other=1", *on_ray(cluster)], cwd=tmp_path, env=env,
+                                 "sandbox=none", "+executor.resources.lab_other=1", *on_ray(cluster)], cwd=tmp_path, env=env,
                                 capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300, check=False)
     finally:
         cluster.cluster.remove_node(node)
@@ -260,3 +261,23 @@ def test_the_provider_cap_holds_across_the_cluster(executor: str, tmp_path: Path
     assert result.returncode == 0, result.stderr[-2000:]
     assert stub.calls == 40
     assert stub.peak == 4  # reached, never exceeded
+
+
+def test_each_worker_sandboxes_with_its_own_bwrap_or_fails_the_run_as_locally(cluster: RayCluster,
+                                                                              tmp_path: Path) -> None:
+    from lab.errors import SandboxError
+    from lab.execute.sandboxing import open_sandbox
+
+    try:  # what sandbox=bwrap gives on this machine, whose bwrap the local nodes share
+        local_error: str | None = None if open_sandbox("bwrap").name == "bwrap" else "?"
+    except SandboxError as exc:
+        local_error = str(exc)
+    result = run_cmd(["lab", "run", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]", "sandbox=bwrap",
+                      *on_ray(cluster)], tmp_path / "runs")
+    [record] = records(tmp_path / "runs").values()
+    assert record["inputs"]["sandbox"] == "bwrap"
+    if local_error is None:
+        assert (result.returncode, record["status"], record["sandbox"]) == (0, "pass", "bwrap")
+    else:  # the worker has none: the run fails with the one line sandbox=bwrap gives locally
+        assert record["error"] == {"kind": "sandbox", "message": local_error}
+        assert local_error in result.stdout
