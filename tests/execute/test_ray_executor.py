@@ -277,7 +277,7 @@ def test_each_worker_sandboxes_with_its_own_bwrap_or_fails_the_run_as_locally(cl
     [record] = records(tmp_path / "runs").values()
     assert record["inputs"]["sandbox"] == "bwrap"
     if local_error is None:
-        assert (result.returncode, record["status"], record["sandbox"]) == (0, "pass", "bwrap")
+        assert (result.returncode, record["status"], record["sandbox"]) == (0, "pass", "bwrap"), record["error"]
     else:  # the worker has none: the run fails with the one line sandbox=bwrap gives locally
         assert record["error"] == {"kind": "sandbox", "message": local_error}
         assert local_error in result.stdout
