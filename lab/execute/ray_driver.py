@@ -91,6 +91,7 @@ class RayExecutor:
 
         address = self.settings.get("address")
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")  # Ray's C++ warnings would bury the lab's one line
         if not ray.is_initialized():
             options: dict[str, Any] = {"logging_level": "ERROR", "log_to_driver": False, "include_dashboard": False}
             if address is None:  # a local cluster: this machine advertises the per-run resources; jobs caps runs
