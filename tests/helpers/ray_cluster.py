@@ -8,8 +8,11 @@ Worker processes get the stub provider's key from their node's environment.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,9 +42,14 @@ class RayCluster:
 
 
 def _node_env(root: Path, extra: dict[str, str]) -> dict[str, str]:
-    for sub in ("tmp", "data", "cache"):
+    for sub in ("data", "cache"):
         (root / sub).mkdir(parents=True, exist_ok=True)
-    return {"TMPDIR": str(root / "tmp"), "LAB_DATA_DIR": str(root / "data"), "LAB_CACHE_DIR": str(root / "cache"),
+    # The node's own temp dir, where its workers copy tasks: outside pytest's private (0700) tree,
+    # so the bwrap sandbox user (65534) can reach it, as in any real node's /tmp.
+    tmp = Path(tempfile.mkdtemp(prefix=f"lab-ray-{root.name}-"))
+    tmp.chmod(0o711)
+    atexit.register(shutil.rmtree, tmp, True)
+    return {"TMPDIR": str(tmp), "LAB_DATA_DIR": str(root / "data"), "LAB_CACHE_DIR": str(root / "cache"),
             STUB_KEY_ENV: STUB_KEY, "RAY_USAGE_STATS_ENABLED": "0", **extra}
 
 
