@@ -20,9 +20,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "make: installing the lab and its dependencies into $(VENV) (first time, or pyproject.toml changed)"
 	@if $(BIN)/python -m pip install --quiet --disable-pip-version-check uv && \
 	    $(BIN)/uv pip install --python $(BIN)/python --index-strategy unsafe-best-match --compile-bytecode \
-	      $$($(BIN)/python tools/uv_args.py $(BIN)/python) -e '.[dev]'; then :; else \
+	      $$($(BIN)/python tools/uv_args.py $(BIN)/python) -e '.[dev,ray]'; then :; else \
 	  echo "make: installing with pip instead (uv unavailable)"; \
-	  $(BIN)/python -m pip install --progress-bar on -e '.[dev]'; \
+	  $(BIN)/python -m pip install --progress-bar on -e '.[dev,ray]'; \
 	fi
 	@$(BIN)/python -c 'import lab.bytecode as b; b.main()'  # the lab's own .pyc: PEP 552 checked-hash (lab/bytecode.py)
 	@touch $(STAMP)

@@ -102,7 +102,7 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Any
     if ctx.voided or ctx.cancel.is_set():
         ctx.events.emit("run_not_run", **ident, reason="voided" if ctx.voided else "cancelled")
         return None
-    failure = _open_sandbox(ctx)
+    failure = _open_execution(ctx)
     if failure is not None:
         return failure
     from lab.build.claims import claim, run_lock
@@ -118,17 +118,23 @@ def run_action(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any]) -> Any
         _execute(ctx, spec, target, inputs, ident)
 
 
-def _open_sandbox(ctx: Any) -> Any:
-    """Open the runs' sandbox before the first run this command executes (an eval with every run
-    up to date starts none); a backend that cannot be used, or is not the one the runs were planned
-    with, stops the command (exit 1, one line, said once) before any run."""
+def _open_execution(ctx: Any) -> Any:
+    """Open the executor, and for ``executor=local`` the runs' sandbox, before the first run this
+    command executes (an eval with every run up to date starts none); a backend that cannot be used,
+    or is not the one the runs were planned with, or a Ray cluster that cannot be reached, stops the
+    command (exit 1, one line, said once) before any run. On a cluster each worker opens its own."""
     from doit.exceptions import TaskFailed
 
     from lab.errors import LabError
     from lab.execute.events import emit_run_error
 
     try:
-        ctx.sandbox_in_force()
+        if ctx.executor is None:
+            from lab.execute.executor import executor_for
+
+            ctx.executor = executor_for(dict(ctx.config.data.get("executor") or {"name": "local"}))
+        if ctx.executor.name == "local":
+            ctx.sandbox_in_force()
     except LabError as exc:
         message = str(exc)
         with ctx.idle:
@@ -155,19 +161,18 @@ def _execute(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any], ident: d
     """Execute one claimed run, write its record, report it on the console."""
     from lab.execute.events import notify_record
     from lab.execute.progress import display
-    from lab.execute.run import execute_run
     from lab.files import write_json
     from lab.report import run_json_line
 
     ctx.events.emit("run_started", **ident)
     try:
         with ctx.running():
-            record = execute_run(ctx, spec)
+            record = ctx.executor.execute(ctx, spec)
     except KeyboardInterrupt:
         ctx.cancel.set()
         ctx.events.emit("run_cancelled", **ident)
         raise
-    if ctx.cancel.is_set():
+    if record is None or ctx.cancel.is_set():
         ctx.events.emit("run_cancelled", **ident)
         return None  # no record: the next identical command runs it again
     record["inputs"] = inputs

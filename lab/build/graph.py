@@ -165,11 +165,15 @@ def _recorded_config(overrides: list[str], config: Any, suite: Any, task_ids: li
 
 def _sandbox(config: Any, suite: Any, choice: Any = None) -> Any:
     """The backend ``sandbox=`` gives (a ``SandboxChoice``; the sandbox opens before the first run
-    this command executes), or ``choice``; refuse unsandboxed third-party commands (trust_local)."""
-    from lab.execute.sandboxing import check_trust, choose_sandbox
+    this command executes), or ``choice``; refuse unsandboxed third-party commands (trust_local).
+    With an executor other than ``local`` the choice is made for the workers (``cluster_choice``)."""
+    from lab.execute.sandboxing import check_trust, choose_sandbox, cluster_choice
     from lab.suites.source import is_third_party
 
-    choice = choose_sandbox(config.data["sandbox"]["name"]) if choice is None else choice
+    if choice is None:
+        requested = config.data["sandbox"]["name"]
+        on_cluster = (config.data.get("executor") or {}).get("name", "local") != "local"
+        choice = cluster_choice(requested) if on_cluster else choose_sandbox(requested)
     check_trust(choice, third_party=is_third_party(suite.path),
                 trust_local=bool(config.data["trust_local"]), where=f"suite {suite.id} ({suite.path})")
     agent = config.data["agent"]

@@ -100,6 +100,7 @@ def _execution_reason(hb: dict[str, Any], hc: dict[str, Any]) -> str | None:
             return f"{side} runs made under mixed conditions ({which})"
     if sandbox_b != sandbox_c:  # a sandboxed command pays for its namespaces and mounts
         return f"runs made under different sandbox backends (base {sandbox_b}, cand {sandbox_c})"
+    eb, ec = (None if e is None else {"executor": "local", **e} for e in (eb, ec))  # absent: local
     if eb == ec:
         return None
     if eb is None or ec is None:

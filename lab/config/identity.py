@@ -42,7 +42,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 # Provider keys that change how a call is made but not what is measured. A
 # difference from the recorded runs is reported ("up to date: … is a runtime
 # setting"), never a reason to run again.
-RUNTIME_PROVIDER_KEYS = ("stream", "timeout_s", "max_retries", "max_response_bytes")
+RUNTIME_PROVIDER_KEYS = ("stream", "timeout_s", "max_retries", "max_response_bytes", "max_concurrent_calls")
 RUNTIME_KEYS = ("jobs",)
 
 
@@ -101,6 +101,7 @@ def runtime_settings(data: Mapping[str, Any]) -> dict[str, Any]:
     provider = data.get("provider") or {}
     values = {f"provider.{key}": provider.get(key) for key in RUNTIME_PROVIDER_KEYS}
     values.update({key: data.get(key) for key in RUNTIME_KEYS})
+    values["executor"] = (data.get("executor") or {}).get("name", "local")
     return values
 
 

@@ -44,6 +44,7 @@ class ProviderConf:
     max_response_bytes: int = 4 * 1024 * 1024  # the largest answer accepted; not hashed (a runtime guard)
     headers: dict[str, str] = field(default_factory=dict)  # extra request headers (gateways); not hashed
     reasoning_in_history: bool = False  # send reasoning_content back in the assistant message
+    max_concurrent_calls: int | None = None  # calls in flight to this endpoint at once, cluster-wide; not hashed
 
 
 @dataclass
@@ -62,6 +63,25 @@ class SandboxConf:
     """
 
     name: str = "auto"
+
+
+@dataclass
+class ExecutorConf:
+    """``conf/executor/<name>.yaml``: where a run executes (docs/distributed.md).
+
+    ``name``: ``local`` (in this process, ``jobs`` threads) or ``ray`` (Ray
+    tasks on a cluster at ``address``: null starts a local cluster, ``auto``,
+    or ``ray://host:port``). ``resources`` is what one run holds on a node;
+    ``max_retries`` how often a run whose worker died is tried again;
+    ``cancel_grace_s`` how long Ctrl-C waits for runs to stop before forcing
+    them. A runtime setting like ``jobs``: not in the effective-config hash.
+    """
+
+    name: str = "local"
+    address: str | None = None
+    resources: dict[str, float] = field(default_factory=dict)
+    max_retries: int = 3
+    cancel_grace_s: float = 10.0
 
 
 @dataclass
@@ -145,6 +165,7 @@ class LabConf:
     mode: ModeConf = MISSING
     agent: AgentConf = MISSING
     sandbox: SandboxConf = field(default_factory=SandboxConf)
+    executor: ExecutorConf = field(default_factory=ExecutorConf)
     k: int | None = None
     seed: int = 0
     jobs: int = 1

@@ -39,6 +39,10 @@ class EvalContext:
         label: the variant a ``lab variants`` command measures with this
             context ('' for a plain eval); it names the variant on each
             run's console line.
+        executor: where stale runs execute (``lab.execute.executor``); set
+            from ``executor=`` of the config before the first run.
+        call_gate: holds one of the provider endpoint's call slots around
+            each model call (``provider.max_concurrent_calls``), or None.
     """
 
     config: EffectiveConfig
@@ -56,6 +60,8 @@ class EvalContext:
     sandbox: Any = None
     label: str = ""
     sandbox_choice: Any = None
+    executor: Any = None
+    call_gate: Any = None
 
     @property
     def config_hash(self) -> str:

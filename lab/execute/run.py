@@ -38,7 +38,7 @@ from lab.replay.cassette import (
 )
 from lab.suites.load import Task
 
-__all__ = ["RECORD_SCHEMA_VERSION", "EvalContext", "Status", "agent_settings", "execute_run"]
+__all__ = ["RECORD_SCHEMA_VERSION", "EvalContext", "Status", "agent_settings", "error_record", "execute_run"]
 
 RECORD_SCHEMA_VERSION = 1
 Status = Literal["pass", "fail", "budget_exceeded", "error"]
@@ -86,6 +86,14 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
     from lab.execute.fieldcap import cap_fields
 
     return dict(cap_fields(redact_record(ctx, record)))  # redact first: a cut must not split a key
+
+
+def error_record(ctx: EvalContext, spec: RunSpec, kind: str, message: str) -> dict[str, Any]:
+    """The record of a run that could not execute (``status: error``, the cause classified as ``kind``)."""
+    now = utc_now()
+    record = _record_base(ctx, spec, now)
+    record.update(error={"kind": kind, "message": message}, finishedAt=now, wallMs=0)
+    return record
 
 
 def _run_agent_and_verify(ctx: EvalContext, task: Task, workspace: Path,
@@ -192,6 +200,10 @@ def _provider(ctx: EvalContext, task: Task, workspace: Path,
 
     provider = make_provider(ctx.config.data["provider"], suite_dir=ctx.suite.path,
                              task_id=task.id, env=ctx.env)
+    if ctx.call_gate is not None:  # provider.max_concurrent_calls (lab.execute.call_cap)
+        from lab.execute.call_cap import GatedProvider
+
+        provider = GatedProvider(provider, ctx.call_gate)
     if ctx.config.mode == "record":
         recorder = Recorder(inner=provider, normalise=normalise)
         return recorder, recorder, None

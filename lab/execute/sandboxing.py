@@ -94,6 +94,16 @@ def choose_sandbox(requested: str, *, stderr: TextIO | None = None) -> SandboxCh
     return SandboxChoice(requested, name)
 
 
+def cluster_choice(requested: str) -> SandboxChoice:
+    """The backend of runs that execute on cluster workers (``executor=ray``), chosen without a probe here.
+
+    Each worker sandboxes its runs with its own bwrap: ``auto`` and ``bwrap``
+    give ``bwrap`` (a worker without a working bwrap fails the run with the
+    same one-line error as ``sandbox=bwrap`` locally); ``none`` gives ``none``.
+    """
+    return SandboxChoice(requested, "bwrap" if requested in ("auto", "bwrap") else requested)
+
+
 def open_chosen(choice: SandboxChoice, *, stderr: TextIO | None = None) -> Sandbox:
     """:func:`open_sandbox` for ``choice``, checking that it gives the backend the runs were planned with.
 

@@ -42,3 +42,12 @@ def test_wall_time_not_comparable_across_sandbox_backends() -> None:
     assert out["wallMsPerSuccess"]["comparable"] is False
     assert "different sandbox backends (base none, cand bwrap)" in out["wallMsPerSuccess"]["reason"]
     assert out["tokensPerSuccess"]["comparable"] is True
+
+
+def test_wall_time_not_comparable_across_executors_and_absent_means_local() -> None:
+    local, ray = {"jobs": 4, "machine": "a"}, {"jobs": 4, "machine": "a", "executor": "ray"}
+    out = deltas(doc(local), doc(ray), same_mode=True)
+    assert out["wallMsPerSuccess"]["comparable"] is False
+    assert out["wallMsPerSuccess"]["reason"] == "runs made with different executors (base local, cand ray)"
+    same = deltas(doc(local), doc({**local, "executor": "local"}), same_mode=True)
+    assert same["wallMsPerSuccess"]["comparable"] is True

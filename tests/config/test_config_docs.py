@@ -47,7 +47,7 @@ def test_every_top_level_key_is_documented(key: str) -> None:
     assert f"| `{key}` |" in TEXT, f"docs/configuration.md has no row for `{key}`"
 
 
-@pytest.mark.parametrize("group", ["suite", "provider", "mode", "agent", "variant", "sandbox"])
+@pytest.mark.parametrize("group", ["suite", "provider", "mode", "agent", "variant", "sandbox", "executor"])
 def test_every_group_and_its_options_are_documented(group: str) -> None:
     assert f"| `{group}` |" in TEXT
     row = next(line for line in TEXT.splitlines() if line.startswith(f"| `{group}` |"))
