@@ -17,8 +17,6 @@ An unknown name is answered with the list of known ones.
 
 from __future__ import annotations
 
-import hashlib
-import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
