@@ -130,9 +130,12 @@ def _wall(doc: dict[str, Any], report: dict[str, Any], judged: list[dict[str, An
             return
         total += per_task * float(median)
     doc["wallMs"] = {"total": total / jobs, "runsTotal": total}
-    if int((report["header"].get("execution") or {}).get("jobs", 1)) > 1:
-        doc["notes"].append(f"the baseline ran {report['header']['execution']['jobs']} runs at once: its times "
-                            "per run include that contention")
+    ran = (report["header"].get("execution") or {}).get("jobs")  # an int, {"mixed": [...]} or null
+    counts = ran["mixed"] if isinstance(ran, dict) else [ran]
+    most = max((int(n) for n in counts if isinstance(n, int)), default=1)
+    if most > 1:
+        shown = " to ".join(str(n) for n in sorted({min(counts), most})) if isinstance(ran, dict) else str(most)
+        doc["notes"].append(f"the baseline ran {shown} runs at once: its times per run include that contention")
 
 
 def render_plan(doc: dict[str, Any]) -> str:

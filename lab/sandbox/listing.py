@@ -4,13 +4,15 @@ A run works in a copy of its task's fixture (:func:`lab.sandbox.workspace.create
 the suite digest (:func:`lab.suites.paths.suite_digest`) keys every run of the
 suite. Both list a directory with :func:`copied`, so the digest covers exactly
 what a copy can read: an entry the copy leaves out (bytecode caches, a
-``.DS_Store``, a nested ``.git``) is in neither, and every other entry —
-``node_modules`` included — is in both.
+``.DS_Store``) is in neither, and every other entry — ``node_modules`` and a
+fixture's own ``.git`` included — is in both. (The digest also leaves out a
+``.git`` at the top of the suite directory, the repository the suite may be
+kept in, which no fixture copy holds.)
 """
 
 from __future__ import annotations
 
-SKIPPED_NAMES = frozenset({".git", "__pycache__", ".pytest_cache", ".DS_Store"})
+SKIPPED_NAMES = frozenset({"__pycache__", ".pytest_cache", ".DS_Store"})
 """Entry names (at any depth) left out of a run's copy and of the suite digest."""
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
 """Name endings left out of a run's copy and of the suite digest (Python rebuilds them from source)."""

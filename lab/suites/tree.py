@@ -2,7 +2,8 @@
 
 :func:`walk_suite` lists every entry of a suite once with ``os.scandir``,
 whose entries carry their type, so a plain file or directory costs no
-``stat`` and no path object. It skips :data:`IGNORED_NAMES` at any depth and
+``stat`` and no path object. It skips :data:`IGNORED_NAMES` at any depth (and
+a ``.git`` at the top of the suite directory, which no fixture copy holds) and
 never descends into a linked directory (as ``os.walk`` does by default);
 an unreadable directory lists nothing, as under ``os.walk``.
 
@@ -86,7 +87,7 @@ def walk_suite(suite_dir: Path) -> SuiteTree:
             continue
         for item in found:
             name = item.name
-            if not copied(name):  # the run's copy leaves it out: so does the digest
+            if not copied(name) or (name == ".git" and not prefix):  # not in a run's copy: nor in the digest
                 continue
             rel = prefix + name
             try:  # most entries are files: one question each

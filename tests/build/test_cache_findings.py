@@ -259,7 +259,7 @@ def test_the_suite_digest_covers_exactly_what_a_runs_copy_holds(tmp_path: Path) 
     in_copy = {p.relative_to(copy).as_posix() for p in copy.rglob("*") if not p.is_dir() or p.is_symlink()}
     digested = {e.rel.removeprefix("fixtures/t/") for e in walk_suite(suite).entries
                 if e.kind != "dir" and e.rel.startswith("fixtures/t/")}
-    assert in_copy == digested == {"a.py", "sub/b.txt", "node_modules/m/index.js", "link"}
+    assert in_copy == digested == {"a.py", "sub/b.txt", "node_modules/m/index.js", "link", ".git/HEAD"}
     before = suite_digest(suite)
     (fixture / "stale.pyc").write_text("other", encoding="utf-8")  # not in the copy: no run can read it
     assert suite_digest(suite) == before
