@@ -284,7 +284,7 @@ def aggregate_power(rates_base: Sequence[float], rates_cand: Sequence[float], n_
 @cache
 def _bernoulli_cumulants(order: int) -> tuple[tuple[float, ...], ...]:
     """κ_1..κ_order of a Bernoulli(p) variable as coefficient tuples in p (κ_{r+1} = p(1 − p)·dκ_r/dp)."""
-    polys = [(0.0, 1.0)]
+    polys: list[tuple[float, ...]] = [(0.0, 1.0)]
     for _ in range(order - 1):
         deriv = [i * c for i, c in enumerate(polys[-1])][1:]
         nxt = [0.0] * (len(deriv) + 2)
