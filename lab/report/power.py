@@ -42,6 +42,8 @@ RUNS_CAP = 100_000
 """Largest k any sample-size function returns; beyond it the answer is this cap."""
 
 _N = NormalDist()
+_NEGLIGIBLE_VAR = 1e-24
+"""A variance of D below this (a standard deviation of 1e-12) is treated as none."""
 
 
 def _binom_pmf(n: int, p: float) -> list[float]:
@@ -257,7 +259,7 @@ def aggregate_power(rates_base: Sequence[float], rates_cand: Sequence[float], n_
         m += count * mean_v
         half += count * (1 / nb + 1 / nc) / t / t / 2
         tasks.append((count, pb, pc, nb, nc, g * (n - 2 * mean_s), g, mean_v, _mixed_moments(mb, mc)))
-    if m <= 0:
+    if m <= _NEGLIGIBLE_VAR:  # no task can vary (far below any lattice step): the test never rejects
         return 0.0
     lam = z / (2 * math.sqrt(m))
     threshold = half + z * math.sqrt(m) / 2
@@ -272,7 +274,7 @@ def aggregate_power(rates_base: Sequence[float], rates_cand: Sequence[float], n_
             k3 += count * (a ** 3 * e[3] + b ** 3 * e[4] + c ** 3 * e[5] + 3 * a * a * c * e[6]
                            + 3 * b * b * c * e[7] + 12 * a * b * c * e[0] * e[1] + 3 * a * c * c * e[8]
                            + 3 * b * c * c * e[9])
-        if k2 <= 1e-300:
+        if k2 <= _NEGLIGIBLE_VAR:
             total += 1.0 if k1 >= threshold else 0.0
             continue
         x = (threshold - k1) / math.sqrt(k2)
