@@ -284,25 +284,16 @@ def aggregate_power(rates_base: Sequence[float], rates_cand: Sequence[float], n_
 
 
 @cache
-def _bernoulli_cumulants(order: int) -> tuple[tuple[float, ...], ...]:
-    """κ_1..κ_order of a Bernoulli(p) variable as coefficient tuples in p (κ_{r+1} = p(1 − p)·dκ_r/dp)."""
-    polys: list[tuple[float, ...]] = [(0.0, 1.0)]
-    for _ in range(order - 1):
-        deriv = [i * c for i, c in enumerate(polys[-1])][1:]
-        nxt = [0.0] * (len(deriv) + 2)
-        for i, c in enumerate(deriv):
-            nxt[i + 1] += c
-            nxt[i + 2] -= c
-        polys.append(tuple(nxt))
-    return tuple(polys)
-
-
-@cache
 def _central_moments(n: int, p: float) -> tuple[float, ...]:
-    """E[(X − np)^r], r = 0..6, of X ~ Binomial(n, p), from its cumulants n·κ_r (Kendall & Stuart, §3.12)."""
-    k = [0.0] + [n * sum(c * p ** i for i, c in enumerate(poly)) for poly in _bernoulli_cumulants(6)]
-    return (1.0, 0.0, k[2], k[3], k[4] + 3 * k[2] ** 2, k[5] + 10 * k[3] * k[2],
-            k[6] + 15 * k[4] * k[2] + 10 * k[3] ** 2 + 15 * k[2] ** 3)
+    """E[(X − np)^r], r = 0..6, of X ~ Binomial(n, p), from its cumulants n·κ_r (Kendall & Stuart, §3.12).
+
+    Bernoulli cumulants with v = p(1 − p): κ₂ = v, κ₃ = v(1 − 2p), κ₄ = v(1 − 6v),
+    κ₅ = v(1 − 2p)(1 − 12v), κ₆ = v(1 − 30v + 120v²).
+    """
+    v, d = p * (1 - p), 1 - 2 * p
+    k2, k3, k4 = n * v, n * v * d, n * v * (1 - 6 * v)
+    k5, k6 = n * v * d * (1 - 12 * v), n * v * (1 - 30 * v + 120 * v * v)
+    return (1.0, 0.0, k2, k3, k4 + 3 * k2 * k2, k5 + 10 * k3 * k2, k6 + 15 * k4 * k2 + 10 * k3 * k3 + 15 * k2 ** 3)
 
 
 def _mixed_moments(b: Sequence[float], c: Sequence[float]) -> tuple[float, ...]:
