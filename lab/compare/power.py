@@ -6,7 +6,7 @@ exact test per task (power computed exactly by enumeration) and the
 stratified permutation test of the task-weighted mean difference (a
 continuity-corrected normal test on the test's null variance given each
 task's success total, its probability from exact cumulants with an Edgeworth
-term; against simulation of the exact test within 5.4 points on the grid of
+term; against simulation of the exact test within 4.8 points on the grid of
 ``benchmarks/compare_error_rates.py``).
 The mathematics is in :mod:`lab.report.power` (standard library only, so
 reports state their detectable change too); this module is the interface
