@@ -3,9 +3,11 @@
 What a comparison can detect, and how many runs a wanted change needs, for
 the two tests ``lab compare`` uses (:mod:`lab.compare.inference`): Fisher's
 exact test per task (power computed exactly by enumeration) and the
-stratified permutation test of the task-weighted mean difference (normal
-approximation with a continuity correction, calibrated against simulation of
-the exact test: within ±5 points on the grid of ``benchmarks/compare_error_rates.py``).
+stratified permutation test of the task-weighted mean difference (a
+continuity-corrected normal test on the test's null variance given each
+task's success total, its probability from exact cumulants with an Edgeworth
+term; against simulation of the exact test within 4.8 points on the grid of
+``benchmarks/compare_error_rates.py``).
 The mathematics is in :mod:`lab.report.power` (standard library only, so
 reports state their detectable change too); this module is the interface
 ``lab compare``, ``lab plan`` and the docs refer to.
@@ -13,7 +15,8 @@ reports state their detectable change too); this module is the interface
 Rates are fractions in [0, 1]; a "difference" is an absolute change of a
 success rate (0.10 = 10 points); run counts are judged runs per side.
 Sources: Fisher (1935); Fleiss, Tytun & Ury (1980), Biometrics 36:343–346;
-Cohen (1988), *Statistical Power Analysis*, ch. 6.
+Cohen (1988), *Statistical Power Analysis*, ch. 6; Cox (1970), *The Analysis of
+Binary Data*, §4; Hall (1992), *The Bootstrap and Edgeworth Expansion*, §2.2.
 """
 
 from __future__ import annotations

@@ -10,18 +10,22 @@ state its detectable change without loading scipy; the public face is
   binomial probabilities of the tables it rejects (the rejection region
   depends only on the sample sizes and α);
 - **aggregate**, the stratified permutation (exact conditional) test of the
-  task-weighted mean difference (:mod:`lab.compare.inference`): its power is
-  the normal approximation with a continuity correction of half a lattice
-  step, the conditional null variance averaged over the margins
-  (E[hypergeometric variance] = p̄(1 − p̄)(1/n_b + 1/n_c) per task).
-  Calibrated against simulation of the exact test (benchmarks/compare_error_rates.py):
-  within ±5 points on the grid tasks 5/7/20 × k 5/10/20.
+  task-weighted mean difference (:mod:`lab.compare.inference`): its power
+  models the test conditionally on each task's success total: the test
+  compares D with its own null spread given the totals, which is random and
+  moves with D (a task whose runs all pass or all fail adds nothing to
+  either); a continuity-corrected normal test on that conditional variance,
+  its probability from exact cumulants and an Edgeworth term
+  (:func:`aggregate_power`). Measured against simulation of the exact test
+  (benchmarks/compare_error_rates.py, table in docs/compare.md).
 
 Sources: R. A. Fisher (1935), *The Design of Experiments*, §2 (the exact test);
+D. R. Cox (1970), *The Analysis of Binary Data*, §4 (conditioning on the totals);
 J. L. Fleiss, A. Tytun, H. K. Ury (1980), "A simple approximation for
 calculating sample sizes for comparing independent proportions",
 Biometrics 36:343–346 (continuity correction); J. Cohen (1988), *Statistical
-Power Analysis*, ch. 6 (power of a two-proportion z test).
+Power Analysis*, ch. 6 (power of a two-proportion z test); P. Hall (1992),
+*The Bootstrap and Edgeworth Expansion*, §2.2 (the Edgeworth tail).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ RUNS_CAP = 100_000
 """Largest k any sample-size function returns; beyond it the answer is this cap."""
 
 _N = NormalDist()
+_NEGLIGIBLE_VAR = 1e-24
+"""A variance of D below this (a standard deviation of 1e-12) is treated as none."""
 
 
 def _binom_pmf(n: int, p: float) -> list[float]:
@@ -206,7 +212,7 @@ def task_runs(rate: float, delta: float, *, alpha: float = 0.05, power: float = 
 
 def aggregate_power(rates_base: Sequence[float], rates_cand: Sequence[float], n_base: Sequence[int],
                     n_cand: Sequence[int], *, alpha: float = 0.05) -> float:
-    """Predicted power of the stratified permutation test of the mean difference (normal, continuity-corrected).
+    """Predicted power of the stratified permutation test of the mean difference D (conditional variance, Edgeworth).
 
     Args:
         rates_base, rates_cand: true rates per task, in [0, 1] (same length T >= 1).
@@ -214,27 +220,95 @@ def aggregate_power(rates_base: Sequence[float], rates_cand: Sequence[float], n_
         alpha: two-sided level.
 
     Returns:
-        Φ((|Δ| − z·σ0 − h) / σ1) + Φ((−|Δ| − z·σ0 − h) / σ1), Δ the mean
-        difference, σ0² = Σ p̄(1 − p̄)(1/n_b + 1/n_c) / T² (the null variance
-        averaged over the margins), σ1² = Σ (p_b(1 − p_b)/n_b + p_c(1 − p_c)/n_c) / T²,
-        h = half the lattice step mean(1/n_b + 1/n_c) / (2T). 0 when nothing varies.
+        P(D − h ≥ z·σ0(s)) + P(−D − h ≥ z·σ0(s)), a probability in [0, 1], where
+        σ0(s)² = V = Σ_i a_i² s_i(N_i − s_i) n_b n_c / (N_i²(N_i − 1)) is the test's own null
+        variance given each task's success total s_i (a_i = (1/n_b + 1/n_c)/T, N_i = n_b + n_c),
+        h = half the lattice step mean(1/n_b + 1/n_c)/(2T), z = Φ⁻¹(1 − α/2). V is random
+        and moves with D (a task whose runs all pass or all fail adds nothing to either), so
+        √V is replaced by its tangent at m = E[V], (m + V)/(2√m); each side is then a sum over
+        tasks of the polynomial ±d_i − z·v_i/(2√m) of the binomial counts, whose first three
+        cumulants are exact (binomial central moments up to order 6), and its tail is the
+        one-term Edgeworth expansion 1 − Φ(x) + φ(x)·γ(x² − 1)/6. 0 when no task can vary.
+        Measured against simulation of the exact test (benchmarks/compare_error_rates.py).
+
+    Raises:
+        ValueError: empty or unequal sequences, a side with no run, alpha outside (0, 1).
+
+    Sources: conditioning on the margins as in Cox (1970), *The Analysis of Binary
+    Data*, §4; the continuity correction as in Fleiss, Tytun & Ury (1980); the Edgeworth
+    expansion as in P. Hall (1992), *The Bootstrap and Edgeworth Expansion*, §2.2.
     """
     t = len(rates_base)
     if not t or not len(rates_cand) == len(n_base) == len(n_cand) == t:
         raise ValueError("aggregate_power: rates and run counts must be non-empty and of one length")
-    delta = sum(c - b for b, c in zip(rates_base, rates_cand, strict=True)) / t
-    v0 = v1 = step = 0.0
-    for pb, pc, nb, nc in zip(rates_base, rates_cand, n_base, n_cand, strict=True):
-        _check_sizes(nb, nc, alpha)
-        pbar = (nb * pb + nc * pc) / (nb + nc)
-        v0 += pbar * (1 - pbar) * (1 / nb + 1 / nc)
-        v1 += pb * (1 - pb) / nb + pc * (1 - pc) / nc
-        step += 1 / nb + 1 / nc
-    s0, s1, half = math.sqrt(v0) / t, math.sqrt(v1) / t, step / t / t / 2
-    if s1 == 0:
-        return 1.0 if abs(delta) > _N.inv_cdf(1 - alpha / 2) * s0 + half else 0.0
-    z = _N.inv_cdf(1 - alpha / 2)
-    return _N.cdf((abs(delta) - z * s0 - half) / s1) + _N.cdf((-abs(delta) - z * s0 - half) / s1)
+    z = _N.inv_cdf(1 - alpha / 2) if 0 < alpha < 1 else 0.0
+    groups: dict[tuple[float, float, int, int], int] = {}
+    for key in zip(rates_base, rates_cand, n_base, n_cand, strict=True):
+        _check_sizes(key[2], key[3], alpha)
+        _check_rate(key[0])
+        _check_rate(key[1])
+        groups[key] = groups.get(key, 0) + 1
+    m = half = 0.0
+    tasks = []
+    for (pb, pc, nb, nc), count in groups.items():
+        n = nb + nc
+        g = ((1 / nb + 1 / nc) / t) ** 2 * nb * nc / (n * n * (n - 1))  # v_i = g·s(n − s)
+        mb, mc = _central_moments(nb, pb), _central_moments(nc, pc)
+        mean_s, var_s = nb * pb + nc * pc, mb[2] + mc[2]
+        mean_v = g * (n * mean_s - mean_s ** 2 - var_s)
+        m += count * mean_v
+        half += count * (1 / nb + 1 / nc) / t / t / 2
+        tasks.append((count, pb, pc, nb, nc, g * (n - 2 * mean_s), g, mean_v, _mixed_moments(mb, mc)))
+    if m <= _NEGLIGIBLE_VAR:  # no task can vary (far below any lattice step): the test never rejects
+        return 0.0
+    lam = z / (2 * math.sqrt(m))
+    threshold = half + z * math.sqrt(m) / 2
+    total = 0.0
+    for sign in (1.0, -1.0):
+        k1 = k2 = k3 = 0.0
+        for count, pb, pc, nb, nc, lin, g, mean_v, e in tasks:
+            # centred u = ±d − λv = A·x_b + B·x_c + C·(w² − E w²) in the centred counts, w = x_b + x_c
+            a, b, c = -sign / (nb * t) - lam * lin, sign / (nc * t) - lam * lin, lam * g
+            k1 += count * (sign * (pc - pb) / t - lam * mean_v)
+            k2 += count * (a * a * e[0] + b * b * e[1] + c * c * e[2] + 2 * a * c * e[3] + 2 * b * c * e[4])
+            k3 += count * (a ** 3 * e[3] + b ** 3 * e[4] + c ** 3 * e[5] + 3 * a * a * c * e[6]
+                           + 3 * b * b * c * e[7] + 12 * a * b * c * e[0] * e[1] + 3 * a * c * c * e[8]
+                           + 3 * b * c * c * e[9])
+        if k2 <= _NEGLIGIBLE_VAR:
+            total += 1.0 if k1 >= threshold else 0.0
+            continue
+        x = (threshold - k1) / math.sqrt(k2)
+        tail = 1 - _N.cdf(x) + _N.pdf(x) * k3 / k2 ** 1.5 * (x * x - 1) / 6
+        total += min(1.0, max(0.0, tail))
+    return min(1.0, total)
+
+
+@cache
+def _central_moments(n: int, p: float) -> tuple[float, ...]:
+    """E[(X − np)^r], r = 0..6, of X ~ Binomial(n, p), from its cumulants n·κ_r (Kendall & Stuart, §3.12).
+
+    Bernoulli cumulants with v = p(1 − p): κ₂ = v, κ₃ = v(1 − 2p), κ₄ = v(1 − 6v),
+    κ₅ = v(1 − 2p)(1 − 12v), κ₆ = v(1 − 30v + 120v²).
+    """
+    v, d = p * (1 - p), 1 - 2 * p
+    k2, k3, k4 = n * v, n * v * d, n * v * (1 - 6 * v)
+    k5, k6 = n * v * d * (1 - 12 * v), n * v * (1 - 30 * v + 120 * v * v)
+    return (1.0, 0.0, k2, k3, k4 + 3 * k2 * k2, k5 + 10 * k3 * k2, k6 + 15 * k4 * k2 + 10 * k3 * k3 + 15 * k2 ** 3)
+
+
+def _mixed_moments(b: Sequence[float], c: Sequence[float]) -> tuple[float, ...]:
+    """Moments of x_b, x_c (independent, centred, central moments b, c) and e = (x_b + x_c)² − S, S = b₂ + c₂.
+
+    Returns (E x_b², E x_c², E e², E x_b³, E x_c³, E e³, E x_b²e, E x_c²e, E x_b e², E x_c e²); with
+    E x_b e = b₃, E x_c e = c₃ and E x_b x_c e = 2b₂c₂ the first and third cumulants of
+    A·x_b + B·x_c + C·e follow (odd moments of one variable times 1 of the other vanish).
+    """
+    sq = b[2] + c[2]
+    w4 = b[4] + 6 * b[2] * c[2] + c[4]
+    w6 = b[6] + 15 * b[4] * c[2] + 20 * b[3] * c[3] + 15 * b[2] * c[4] + c[6]
+    return (b[2], c[2], w4 - sq * sq, b[3], c[3], w6 - 3 * sq * w4 + 2 * sq ** 3, b[4] - b[2] ** 2,
+            c[4] - c[2] ** 2, b[5] + 6 * b[3] * c[2] + 4 * b[2] * c[3] - 2 * sq * b[3],
+            c[5] + 6 * c[3] * b[2] + 4 * c[2] * b[3] - 2 * sq * c[3])
 
 
 def _shifted(rates: Sequence[float], delta: float, up: bool) -> list[float]:

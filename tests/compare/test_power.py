@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom, fisher_exact
 from statsmodels.stats.proportion import power_proportions_2indep, samplesize_proportions_2indep_onetail
 
+from lab.compare.inference import Stratum, stratified_test
 from lab.compare.power import (
     aggregate_detectable_difference,
     aggregate_power,
@@ -42,12 +44,32 @@ def test_one_stratum_power_is_statsmodels_without_the_continuity_correction_at_l
     assert aggregate_power([0.5], [0.51], [100_000], [100_000]) == pytest.approx(float(ref), abs=2e-3)
 
 
-@given(st.floats(0.05, 0.95), st.floats(-0.3, 0.3), st.integers(2, 30), st.integers(2, 40))
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1), st.integers(1, 30)), min_size=1, max_size=12))
 @settings(max_examples=50, deadline=None)
-def test_t_equal_tasks_are_one_task_with_t_times_the_runs(p: float, d: float, k: int, t: int) -> None:
-    q = min(1.0, max(0.0, p + d))
-    many = aggregate_power([p] * t, [q] * t, [k] * t, [k] * t)
-    assert many == pytest.approx(aggregate_power([p], [q], [k * t], [k * t]), abs=1e-9)
+def test_aggregate_power_is_a_probability_and_blind_to_which_side_is_which(
+        tasks: list[tuple[float, float, int]]) -> None:
+    base, cand, runs = ([x[i] for x in tasks] for i in range(3))
+    forward = aggregate_power(base, cand, runs, runs)
+    assert 0.0 <= forward <= 1.0
+    assert aggregate_power(cand, base, runs, runs) == pytest.approx(forward, abs=1e-9)  # D -> -D, same test
+
+
+def _achieved_power(base: list[float], cand: list[float], k: int, reps: int, seed: int) -> float:
+    """Share of seeded simulated comparisons that the lab's own stratified test rejects at 0.05."""
+    rng = np.random.default_rng(seed)
+    cb, cc = rng.binomial(k, base, size=(reps, len(base))), rng.binomial(k, cand, size=(reps, len(base)))
+    return sum(stratified_test([Stratum(int(b), k, int(c), k) for b, c in zip(cb[r], cc[r], strict=True)]).p_value
+               <= 0.05 for r in range(reps)) / reps
+
+
+@pytest.mark.parametrize(("k", "seed"), [(5, 3), (20, 4)])
+def test_predicted_power_holds_where_every_task_moves_to_a_rate_of_one(k: int, seed: int) -> None:
+    # 7 tasks 0.9 -> 1.0: many tasks pass every run on both sides and add nothing to the test
+    reps = 600
+    achieved = _achieved_power([0.9] * 7, [1.0] * 7, k, reps, seed)
+    predicted = aggregate_power([0.9] * 7, [1.0] * 7, [k] * 7, [k] * 7)
+    two_se = 2 * math.sqrt(achieved * (1 - achieved) / reps)
+    assert abs(achieved - predicted) <= 0.05 + two_se, (k, achieved, predicted)
 
 
 def test_task_runs_beyond_the_exact_range_is_the_corrected_normal_size() -> None:
