@@ -110,7 +110,7 @@ def _execution_reason(hb: dict[str, Any], hc: dict[str, Any]) -> str | None:
     if eb.get("machine") != ec.get("machine"):
         return "runs made on different machines"
     if eb.get("executor") != ec.get("executor"):
-        return f"runs made by different executors (base {eb.get('executor')}, cand {ec.get('executor')})"
+        return f"runs made with different executors (base {eb.get('executor')}, cand {ec.get('executor')})"
     return None
 
 

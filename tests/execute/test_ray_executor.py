@@ -184,7 +184,7 @@ def test_a_worker_with_another_lab_refuses_the_run_naming_both_digests(cluster: 
     other = tmp_path / "other-lab"
     shutil.copytree(ROOT / "lab", other / "lab", ignore=shutil.ignore_patterns("__pycache__"))
     with open(other / "lab" / "execute" / "run.py", "a", encoding="utf-8") as source:
-        source.write("\n# another version of the harness\n")
+        source.write("\nANOTHER_HARNESS = True  # code, not a comment: comments are not in the harness digest\n")
     # Only this node has lab_other: the run needs both (one lab_run slot, and lab_other to land here).
     node = cluster.add_node(tmp_path / "node-c", {"lab_run": 1, "lab_other": 1}, {"PYTHONPATH": str(other)})
     try:
