@@ -64,6 +64,8 @@ def gate(t: int, k: int, reps: int, seed: int) -> tuple[float, float]:
 
 
 def main(argv: list[str]) -> None:
+    if any("=" not in a for a in argv):  # --help, or a word that is not KEY=VALUE
+        raise SystemExit((__doc__ or "").strip().splitlines()[2].strip())
     opts = dict(a.split("=", 1) for a in argv)
     reps, seed = int(opts.get("reps", 1000)), int(opts.get("seed", 1))
     part = opts.get("part", "all")
