@@ -26,7 +26,7 @@ def test_unknown_words_are_one_line_and_exit_1(argv: list[str], line: str, capsy
 def test_hydras_info_topics_print_the_info_page(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", *argv]) == 0
     out = capsys.readouterr().out
-    assert "(groups: suite, provider, mode, agent, variant, sandbox)" in out and "results:" in out
+    assert "(groups: suite, provider, mode, agent, variant, sandbox, executor)" in out and "results:" in out
 
 
 def test_cfg_all_still_prints_the_measured_view(capsys: pytest.CaptureFixture[str]) -> None:

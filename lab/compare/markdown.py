@@ -66,13 +66,18 @@ def aggregate_lines(a: dict[str, Any]) -> list[str]:
 
 def power_line(p: dict[str, Any]) -> str:
     """SPEC K8: what this comparison could detect with 80 % power."""
-    def shown(value: float | None) -> str:
-        return "none detectable" if value is None else f"±{100 * value:.1f} points"
-
-    per_task = (f"; one task {shown(p['perTaskMedian'])} (median over tasks, at Holm's α/T = {p['perTaskAlpha']:.3g})"
-                if p.get("perTaskAlpha") is not None else "")
-    return (f"Power: with these runs, a change of the suite mean of {shown(p['aggregate'])} would be detected with "
-            f"{100 * p['power']:.0f}% power at α = {p['alpha']:g}{per_task}.")
+    at = f"{100 * p['power']:.0f}% power at α = {p['alpha']:g}"
+    if p["aggregate"] is None:
+        suite = f"Power: with these runs, no change of the suite mean up to 100 points would be detected with {at}"
+    else:
+        suite = (f"Power: with these runs, a change of the suite mean of ±{100 * p['aggregate']:.1f} points would be "
+                 f"detected with {at}")
+    per_task = ""
+    if p.get("perTaskAlpha") is not None:
+        alone = ("no change up to 100 points" if p["perTaskMedian"] is None
+                 else f"±{100 * p['perTaskMedian']:.1f} points")
+        per_task = f"; one task alone: {alone} (median over tasks, at Holm's α/T = {p['perTaskAlpha']:.3g})"
+    return suite + per_task + "."
 
 
 def _points(value: float) -> str:

@@ -21,7 +21,7 @@ from lab.errors import ConfigError
 from lab.paths import CONF_DIR
 
 ENV = "LAB_CONFIG_PATH"
-GROUPS = ("suite", "provider", "mode", "agent", "variant", "sandbox")
+GROUPS = ("suite", "provider", "mode", "agent", "variant", "sandbox", "executor")
 """The config groups, in the order ``--help`` lists them."""
 
 

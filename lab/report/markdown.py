@@ -197,11 +197,11 @@ def summary_rows(s: dict[str, Any]) -> list[tuple[str, Any]]:
 def detectable_text(d: dict[str, Any]) -> str:
     """SPEC K8 in one line: what a comparison with as many runs could detect (shared with the HTML page)."""
     def points(value: float | None) -> str:
-        return "none detectable" if value is None else f"±{100 * value:.1f} points"
+        return "no change up to 100 points" if value is None else f"±{100 * value:.1f} points"
 
     if not d["tasks"]:
         return DASH
-    return (f"suite mean {points(d['aggregate'])}; one task {points(d['perTaskMedian'])} "
+    return (f"suite mean: {points(d['aggregate'])}; one task alone: {points(d['perTaskMedian'])} "
             f"(median over {d['tasks']} tasks, Holm α/{d['tasks']})")
 
 

@@ -375,18 +375,37 @@ def aggregate_runs(rates: Sequence[float], delta: float, *, alpha: float = 0.05,
     return k
 
 
+EQUIVALENCE_MIN_RUNS = 5
+"""The fewest runs per task and side a comparison draws a conclusion from (fewer: *low power*)."""
+
+
 def equivalence_runs(rates: Sequence[float], observed: float, tolerance: float) -> int | None:
     """Runs per task and side for the aggregate 95 % interval to fit inside ±tolerance around ``observed``.
 
-    Normal half-width z·σ with σ² = Σ 2p(1 − p)/k / T²; None when |observed|
+    The interval of :mod:`lab.compare.inference`: half-width z·√(Σ 2·v)/T with
+    v = p̃(1 − p̃)/(k − 1) and p̃ = (p·k + 1)/(k + 2), the Agresti–Caffo
+    adjusted rate, so a task that passed (or failed) every run still adds
+    variance. Never below :data:`EQUIVALENCE_MIN_RUNS`; None when |observed|
     is not below the tolerance (no k shows equivalence then).
     """
     room = tolerance - abs(observed)
     if room <= 0 or not rates:
         return None
-    var = sum(2 * r * (1 - r) for r in rates) / len(rates) ** 2
-    k = math.ceil(_N.inv_cdf(0.975) ** 2 * var / room ** 2)
-    return min(RUNS_CAP, max(k, 1))
+    z = _N.inv_cdf(0.975)
+
+    def fits(k: int) -> bool:
+        var = sum(2 * ((r * k + 1) / (k + 2)) * (1 - (r * k + 1) / (k + 2)) / (k - 1) for r in rates)
+        return z * math.sqrt(var) / len(rates) <= room
+
+    low, high = EQUIVALENCE_MIN_RUNS, EQUIVALENCE_MIN_RUNS
+    while not fits(high):  # the half-width shrinks as k grows: double, then bisect
+        if high >= RUNS_CAP:
+            return RUNS_CAP
+        low, high = high + 1, min(RUNS_CAP, 2 * high)
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (low, mid) if fits(mid) else (mid + 1, high)
+    return high
 
 
 def _check_rate(rate: float) -> None:

@@ -110,3 +110,23 @@ def test_all_pass_tasks_can_only_fall() -> None:
 def test_bad_arguments_are_refused(bad: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         task_runs_for_difference(bad["rate"], bad.get("delta", 0.1))
+
+
+@pytest.mark.parametrize(("rate", "tasks"), [(1.0, 7), (0.0, 5), (0.5, 7), (0.9, 20)])
+def test_the_k_for_equivalence_is_the_k_whose_interval_fits_inside_the_tolerance(rate: float, tasks: int) -> None:
+    """With every run passing, the interval still has width (Agresti–Caffo): k=1 would be a false promise."""
+    from lab.compare.inference import Stratum, aggregate_interval
+    from lab.report.power import EQUIVALENCE_MIN_RUNS, equivalence_runs
+
+    k = equivalence_runs([rate] * tasks, 0.0, 0.05)
+    assert k is not None and k >= EQUIVALENCE_MIN_RUNS
+
+    def interval(n: int) -> tuple[float, float]:
+        c = round(rate * n)
+        return aggregate_interval([Stratum(c, n, c, n)] * tasks)
+
+    low, high = interval(k)
+    assert -0.05 <= low and high <= 0.05  # at k the interval of these counts fits
+    if k > EQUIVALENCE_MIN_RUNS:
+        low, high = interval(k - 1)
+        assert low < -0.05 or high > 0.05  # and not one run sooner

@@ -55,7 +55,7 @@ def test_report_states_k10_and_k8() -> None:
     assert d["perTaskAlpha"] == 0.0125
     text = render_markdown(doc)
     assert "(95% Wilson over tasks)" in text and "detectable change (80% power, α=0.05)" in text
-    assert "suite mean ±" in text
+    assert "suite mean: ±" in text
 
 
 def test_a_replay_report_states_no_interval_and_no_power() -> None:
