@@ -258,6 +258,8 @@ def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> It
         if building():
             start_eval(prep)
         elif argv_words()[:1] == ["forget"]:
+            from lab.build.records import forget_records
+
             forget_records(prep, argv_words()[1:])
         runs = [run_task(prep, spec, always=always) for spec in prep.specs]
         if building() and any(run["uptodate"] != [True] for run in runs) and _sandbox_reprobed(prep):
@@ -387,21 +389,6 @@ def report_task(prep: Prepared) -> dict[str, Any]:
             "targets": [str(prep.report_dir / "report.json")],
             "clean": [(_remove_tree, [prep.report_dir])],
             "uptodate": [RecordsUnchanged(records, header, prep.record_index())], "verbosity": 2}
-
-
-def forget_records(prep: Prepared, names: list[str]) -> None:
-    """``doit forget eval …``: mark the selected run records out of date, keeping them.
-
-    doit's own forget clears its database only, and a run record is current
-    by its saved inputs (so an interrupted eval resumes even when doit could not save its database);
-    a marker beside each record makes it run again on the next eval.
-    """
-    from lab.build.actions import forgotten_marker
-
-    for spec in prep.specs:
-        target = prep.record_path(spec)
-        if target.exists() and (prep.basename in names or f"{prep.basename}:{run_name(prep, spec)}" in names):
-            forgotten_marker(target).touch()
 
 
 def _remove_tree(path: Path) -> None:

@@ -230,3 +230,18 @@ def record_written(target: Path) -> None:
     """Tell every :class:`RecordIndex` of this process that ``target`` was just written."""
     for index in list(_INDEXES):
         index.written(target)
+
+
+def forget_records(prep: Any, names: list[str]) -> None:
+    """``doit forget eval …``: mark the selected run records out of date, keeping them.
+
+    doit's own forget clears its database only, and a run record is current
+    by its saved inputs (so an interrupted eval resumes even when doit could not save its database);
+    a marker beside each record makes it run again on the next eval.
+    """
+    from lab.build.inputs import run_name
+
+    for spec in prep.specs:
+        target = prep.record_path(spec)
+        if target.exists() and (prep.basename in names or f"{prep.basename}:{run_name(prep, spec)}" in names):
+            forgotten_marker(target).touch()

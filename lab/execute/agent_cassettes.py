@@ -64,13 +64,14 @@ def _listed(ids: list[str], most: int = 3) -> str:
 def write_agent_cassette(ctx: Any, task: Task, preset: CommandPreset, calls: list[Any],
                          hooks: CassetteHooks, record: dict[str, Any]) -> None:
     """Write the run's recorded calls as the task's cassette (atomic), scrubbed as the built-in
-    agent's is (:func:`lab.replay.cassette.redact_cassette`): every secret replaced by its marker,
+    agent's is (:func:`lab.replay.scrub.redact_cassette`): every secret replaced by its marker,
     a key split across streamed deltas included, and noted in ``record["redactions"]``.
 
     Raises:
         CassetteError: over the size limits, or a secret the redaction left (never expected).
     """
-    from lab.replay.cassette import check_secrets, dump_cassette, redact_cassette, write_cassette
+    from lab.replay.cassette import dump_cassette, write_cassette
+    from lab.replay.scrub import check_secrets, redact_cassette
 
     path = agent_cassette_path(ctx.cassette_dir, ctx.suite.id, preset.name, task.id)
     header = hooks.header(ctx, task)

@@ -246,8 +246,9 @@ def _write_cassette(ctx: Any, task_id: str, data: bytes, record: dict[str, Any])
     """Write the cassette a worker recorded: scanned for secrets here too, timestamp kept when unchanged (R6)."""
     from lab.execute.recording import credential_env, recorded_at
     from lab.files import split_lines
-    from lab.replay.cassette import dump_cassette, redact_cassette, write_cassette
+    from lab.replay.cassette import dump_cassette, write_cassette
     from lab.replay.layout import cassette_path
+    from lab.replay.scrub import redact_cassette
 
     lines = [json.loads(line) for line in split_lines(data.decode("utf-8")) if line]
     header, calls = lines[0], lines[1:]

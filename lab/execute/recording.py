@@ -13,7 +13,8 @@ from lab.config.compose import EffectiveConfig
 from lab.errors import LabError
 from lab.execute.events import utc_now
 from lab.execute.plan import HARNESS_VERSION
-from lab.replay.cassette import Recorder, cassette_path, dump_cassette, read_cassette, redact_cassette, write_cassette
+from lab.replay.cassette import Recorder, cassette_path, dump_cassette, read_cassette, write_cassette
+from lab.replay.scrub import redact_cassette
 from lab.suites.load import Task
 
 
@@ -29,7 +30,7 @@ def write_recording(ctx: Any, task: Task, recorder: Recorder, record: dict[str, 
                                               credential_env=credential_env(ctx))
     if replaced:
         record["redactions"] = [{"file": "cassette", **hit} for hit in replaced]
-    from lab.replay.cassette import check_secrets
+    from lab.replay.scrub import check_secrets
 
     check_secrets(header, calls, source=str(path), env=ctx.env, credential_env=credential_env(ctx))  # last guard (R4)
     header["recordedAt"] = recorded_at(path, header, calls)

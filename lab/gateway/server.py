@@ -13,24 +13,8 @@ Routes (nothing else exists)::
     anything else               404, WebSocket upgrades included
 
 Every request must carry ``Authorization: Bearer <token>`` (the per-run
-token, never the real key), else 401, whatever the path. The gateway's own
-errors are JSON ``{"error": {"message", "type", "code", "param"}}``:
-
-=====  ======================  ================================================
- 400   ``budget_exceeded``     a budget is used up (sticky); 400 because SDKs
-                               do not retry it, so a well-behaved agent stops
- 400   ``replay_divergence``   replay has no recording for this request (sticky)
- 400   ``invalid_request``     the body is not a JSON object
- 400   ``invalid_encoding``    the body does not decode as its Content-Encoding says
- 401   ``unauthorized``        missing or wrong token
- 404   ``not_found``           any other route (the message names the routes)
- 415   ``unsupported_encoding`` a Content-Encoding other than gzip, deflate, br, zstd
- 500   ``internal_error``      a bug in the gateway (kept in ``internal_errors``)
- 5xx   ``upstream_error``      a provider fault that persisted past the retries
-                               (``code``: its cause; the provider's status when
-                               it sent one, else 502)
- 504   ``upstream_timeout``    the provider timed out
-=====  ======================  ================================================
+token, never the real key), else 401, whatever the path. Its error answers
+(status, ``type``, when) are listed in :mod:`lab.gateway.errors`.
 
 Provider faults (``lab.providers.answer``: error statuses, connection
 errors, in-band errors after HTTP 200, ``response.failed``, a stream without
@@ -68,7 +52,7 @@ from aiohttp import web
 
 from lab.errors import CassetteMiss
 from lab.gateway.bodies import BodyEncodingError, decode_body
-from lab.gateway.errors import GatewayError, UpstreamError
+from lab.gateway.errors import GatewayError, UpstreamError, error_response
 from lab.gateway.exchange import UpstreamReply, body_exchange
 from lab.gateway.meter import BudgetName, GatewayBudget, GatewayStats, Meter
 from lab.gateway.policy import Halt, HaltReason, RetryPolicy
@@ -284,7 +268,7 @@ class Gateway:
             return web.Response(status=499, reason="Client Closed Request")
         except Exception as exc:  # a bug in the lab: answered and kept, never a traceback on the console
             self.internal_errors.append(exc)
-            return _error(500, "internal_error", f"the lab's gateway failed: {type(exc).__name__}: {exc}")
+            return error_response(500, "internal_error", f"the lab's gateway failed: {type(exc).__name__}: {exc}")
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
         if not hmac.compare_digest(request.headers.get("Authorization", "").encode(), self._auth):
@@ -318,7 +302,7 @@ class Gateway:
             return self._unserved(request, 400, "invalid_request", "the request body must be a JSON object")
         if self._divergence is not None:
             self._meter.refuse()
-            return _error(400, "replay_divergence", str(self._divergence))
+            return error_response(400, "replay_divergence", str(self._divergence))
         exceeded = self._meter.admit()
         if exceeded is not None:
             return self._budget_error(exceeded)
@@ -331,7 +315,7 @@ class Gateway:
             except CassetteMiss as exc:
                 self._divergence = exc
                 self._halt(Halt("replay_divergence", str(exc), exc))
-                return _error(400, "replay_divergence", str(exc))
+                return error_response(400, "replay_divergence", str(exc))
             except UpstreamError as exc:
                 fault = Fault("connect" if exc.cause == "stream" else exc.cause, "upstream", str(exc))
                 wait: float | None = None
@@ -362,7 +346,7 @@ class Gateway:
         if count:
             self._meter.refuse()
         self._meter.unserved(f"{request.method} {request.path} ({status} {kind})")
-        return _error(status, kind, message)
+        return error_response(status, kind, message)
 
     def _fault_answer(self, call_index: int, fault: Fault, attempts: int) -> web.Response:
         """A fault that persisted: counted, the run halted, the agent told in the gateway's error shape."""
@@ -372,12 +356,12 @@ class Gateway:
         status = fault.status if fault.status is not None and fault.status >= 400 else (
             504 if fault.cause == "timeout" else 502)
         kind = "upstream_timeout" if fault.cause == "timeout" else "upstream_error"
-        return _error(status, kind, f"{fault.message}{tries}", code=fault.cause)
+        return error_response(status, kind, f"{fault.message}{tries}", code=fault.cause)
 
     def _budget_error(self, name: BudgetName) -> web.Response:
         detail = self._meter.snapshot().exceeded_detail or name
         self._halt(Halt(name, detail))
-        return _error(400, "budget_exceeded", f"budget_exceeded: {detail}; the run is over")
+        return error_response(400, "budget_exceeded", f"budget_exceeded: {detail}; the run is over")
 
     def _answer_body(self, answer: Answer, reply: UpstreamReply) -> web.Response:
         if answer.fault is None:
@@ -394,11 +378,6 @@ class Gateway:
             self._halt(Halt("upstream_fault", f"call {call_index}: {fault.cause}: {fault.message}", fault=fault))
 
         return await pass_stream(request, api, reply, settle, failed)
-
-
-def _error(status: int, kind: str, message: str, code: str | None = None) -> web.Response:
-    body: dict[str, Any] = {"error": {"message": message, "type": kind, "code": code or kind, "param": None}}
-    return web.json_response(body, status=status)
 
 
 def _is_socket(path: Path) -> bool:

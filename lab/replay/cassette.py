@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -321,73 +321,6 @@ def read_cassette(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 def dump_cassette(header: dict[str, Any], calls: list[dict[str, Any]]) -> bytes:
     """The bytes of a cassette: one canonical JSON object per line (byte-deterministic)."""
     return "".join(dumps_line(rec) for rec in [header, *calls]).encode("utf-8")
-
-
-def redact_cassette(header: dict[str, Any], calls: list[dict[str, Any]], *, env: Mapping[str, str],
-                    credential_env: Iterable[str] = ()) -> tuple[dict[str, Any], list[dict[str, Any]],
-                                                                 list[dict[str, str]]]:
-    """The cassette as written: credential headers dropped, secrets in bodies replaced, home and
-    temp paths scrubbed (R4; :mod:`lab.replay.scrub`).
-
-    Request headers that carry credentials (``authorization``, ``api-key``,
-    ``x-api-key``, ``x-goog-api-key``, cookies, any whose value holds a
-    secret) are dropped and named in the call's ``droppedHeaders``; every
-    secret in the header, requests and exchanges becomes its marker
-    (``<secret:github-token>``), a key split across a stream's deltas
-    included; home and temp paths (``env``'s ``HOME``, the temp dir, any
-    ``/home/<user>``) become ``<home>``/``<tmp>``. Requests were already
-    scrubbed by the normaliser, so fingerprints stay those of what is written.
-
-    Returns:
-        (header, calls, replacements) where each replacement is ``{"field", "kind"}``
-        (never the value).
-    """
-    from lab.export.secrets import SecretScanner
-    from lab.replay.scrub import path_bases_of, scrub_call
-
-    scanner = SecretScanner(env=env, credential_env=credential_env)
-    bases = path_bases_of(env)
-    header, hits = scrub_call(header, scanner, bases, field="header")
-    written = []
-    for call in calls:
-        call = dict(call)
-        if "requestHeaders" in call:
-            kept, dropped = scanner.safe_headers(call["requestHeaders"])
-            call["requestHeaders"] = kept
-            if dropped:
-                call["droppedHeaders"] = dropped
-        call, call_hits = scrub_call(call, scanner, bases, field=f"calls[{call['index']}]")
-        hits += call_hits
-        written.append(call)
-    return header, written, [h.to_json() for h in hits]
-
-
-def check_secrets(header: dict[str, Any], calls: list[dict[str, Any]], *, source: str,
-                  env: Mapping[str, str], credential_env: Iterable[str] = ()) -> None:
-    """Refuse a cassette that holds a secret (R4).
-
-    Scans the header and every call (request headers, request body,
-    exchange, and the assembled text of each streamed delta channel, so a key
-    split across deltas counts) for known key shapes (detect-secrets) and the
-    exact values of credentials in ``env``. The writers call it after
-    :func:`redact_cassette`, as a last guard.
-
-    Raises:
-        CassetteError: naming the call and the field of each hit, never the value.
-    """
-    from lab.export.secrets import SecretHit, SecretScanner, describe_hits
-    from lab.replay.scrub import stream_texts
-
-    scanner = SecretScanner(env=env, credential_env=credential_env)
-    hits = scanner.scan(header, field="header")
-    for call in calls:
-        hits += scanner.scan(call, field=f"calls[{call['index']}]")
-        exchange = call.get("exchange")
-        if isinstance(exchange, dict) and exchange.get("type") == "sse":
-            hits += [SecretHit(f"calls[{call['index']}].exchange.events", kind)
-                     for text in stream_texts(exchange) for kind in scanner.kinds(text)]
-    if hits:
-        raise CassetteError(f"{source}: refused to write a cassette holding a secret: {describe_hits(hits)}")
 
 
 def write_cassette(path: Path, data: bytes) -> None:

@@ -18,13 +18,13 @@ from lab.replay.cassette import (
     Normaliser,
     Recorder,
     Replayer,
-    check_secrets,
     dump_cassette,
     fingerprint,
     first_difference,
     read_cassette,
     write_cassette,
 )
+from lab.replay.scrub import check_secrets
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
 
 TOOLS = [{"type": "function", "function": {"name": "read_file", "description": "Read.", "parameters": {}}},

@@ -18,7 +18,8 @@ from lab.gateway.scripted import responses_exchange
 from lab.providers.base import Completion, ToolCall
 from lab.providers.encode import completion_to_exchange
 from lab.providers.wire import parse_exchange
-from lab.replay.cassette import dump_cassette, redact_cassette
+from lab.replay.cassette import dump_cassette
+from lab.replay.scrub import redact_cassette
 
 HEADER: dict[str, Any] = {"schemaVersion": 1, "format": "cassette/v1", "type": "header", "suiteId": "s",
                           "taskId": "t"}
@@ -190,7 +191,7 @@ def test_the_last_guard_refuses_a_key_split_across_deltas_that_was_not_redacted(
     import pytest
 
     from lab.errors import CassetteError
-    from lab.replay.cassette import check_secrets
+    from lab.replay.scrub import check_secrets
 
     exchange = chat_stream(f"key {SK_PROJ}", pieces=9)
     with pytest.raises(CassetteError, match=r"calls\[0\]\.exchange\.events \(sk- API key"):

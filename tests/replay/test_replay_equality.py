@@ -21,10 +21,10 @@ from lab.replay.cassette import (
     divergence,
     dump_cassette,
     read_cassette,
-    redact_cassette,
     write_cassette,
 )
 from lab.replay.fingerprint import canonical_numbers, fingerprint, json_equal
+from lab.replay.scrub import redact_cassette
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
 
 REQUEST = {"model": "m", "temperature": 1, "max_tokens": 10,
