@@ -256,6 +256,9 @@ def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> It
     """
     try:
         if building():
+            from lab.build.baseline import check_baseline
+
+            check_baseline(prep)  # before any run: a changed suite never overwrites its version's results
             start_eval(prep)
         elif argv_words()[:1] == ["forget"]:
             from lab.build.records import forget_records
@@ -312,9 +315,13 @@ def start_eval(prep: Prepared, *, notes: bool = True) -> None:
     """
     from lab.execute import interrupt
 
+    from lab.build.baseline import remember_digest
+
     ctx = prep.ctx
     prep.store.mkdir(parents=True, exist_ok=True)
     write_config(prep)
+    if ctx.config.mode != "record":
+        remember_digest(prep)
     ctx.events.emit("eval_started", runs=len(prep.specs), k=prep.k, mode=ctx.config.mode)
     if not ctx.config.data["json"]:
         from lab.execute.progress import display

@@ -114,4 +114,4 @@ def _json_text(value: str) -> str:
 
 def _public_config(data: dict[str, Any]) -> dict[str, Any]:
     """The config as saved beside the runs: no runtime knobs that vary per command."""
-    return {k: v for k, v in data.items() if k not in {"progress", "json", "yes", "force", "out"}}
+    return {k: v for k, v in data.items() if k not in {"progress", "json", "yes", "force", "overwrite", "out"}}

@@ -230,4 +230,6 @@ def sweep_code(sweep_dir: Path, combos: list[list[str]]) -> int:
 def _check(combo: list[str]) -> None:
     from lab.build.graph import prepare
 
-    prepare([o for o in combo if not o.startswith("hydra")])
+    from lab.build.baseline import check_baseline
+
+    check_baseline(prepare([o for o in combo if not o.startswith("hydra")]))

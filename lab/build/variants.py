@@ -131,10 +131,17 @@ def prepare_variants(overrides: list[str]) -> tuple[list[tuple[str, Any]], Path]
         prep.ctx.work_dir = prep.store / "work"
         prep.ctx.events = prep.ctx.events.child({"variant": label}, path=root / "events.jsonl")
         prep.ctx.label = label
+    from lab.build.cmdline import building
+
+    if building():  # before any run, on the stores the runs land in
+        from lab.build.baseline import check_baseline
+
+        for _, prep in prepared:
+            check_baseline(prep)
     return prepared, root
 
 
-OUTPUT_KEYS = ("out", "progress", "json", "force", "yes", "preflight")
+OUTPUT_KEYS = ("out", "progress", "json", "force", "overwrite", "yes", "preflight")
 """Overrides that change where or how results are shown, not which runs are made."""
 
 

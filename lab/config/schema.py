@@ -180,6 +180,7 @@ class LabConf:
     json: bool = False
     yes: bool = False
     force: bool = False
+    overwrite: bool = False
     preflight: bool = True
     trust_local: bool = False
     suite_dir: str | None = None

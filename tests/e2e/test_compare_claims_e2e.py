@@ -43,7 +43,8 @@ def test_replay_pair_is_changed_or_unchanged_without_intervals(tmp_path: Path) -
     assert run_cmd([*argv, f"out={tmp_path / 'base'}"], data).returncode == 0
     suite_json = suites / "core" / "suite.json"  # a stricter check: the replayed answer no longer passes
     suite_json.write_text(suite_json.read_text().replace('"text": "def c_to_f("', '"text": "def c_to_fahr("'))
-    assert run_cmd([*argv, f"out={tmp_path / 'cand'}"], data).returncode == 0
+    # same suiteVersion: refused unless overwrite=true (the base report's copy in out= is what compare reads)
+    assert run_cmd([*argv, f"out={tmp_path / 'cand'}", "overwrite=true"], data).returncode == 0
     report = json.loads((tmp_path / "cand" / "report.json").read_text())
     assert report["summary"]["wilson95"] is None and all(t["wilson95"] is None for t in report["tasks"])
     assert "Wilson" not in (tmp_path / "cand" / "report.md").read_text()

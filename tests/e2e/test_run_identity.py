@@ -141,6 +141,43 @@ def test_a_new_suite_version_keeps_the_old_baseline(tmp_path: Path,
     assert "Traceback" not in compared.stderr
 
 
+def test_a_suite_changed_without_a_version_bump_is_refused_until_overwrite(
+        tmp_path: Path, servers: tuple[LocalHTTPServer, LocalHTTPServer]) -> None:
+    one, _ = servers
+    one.handler = answer(DONE_TEXT)
+    suites, data = write_suite(tmp_path / "suites"), tmp_path / "runs"
+    base = f"provider.base_url={one.url}/v1"
+    assert lab_run(suites, data, base)[0] == 0
+    [store] = data.glob("idlab/*")
+    [report_dir] = store.glob("reports/*")
+    kept = {p: p.read_bytes() for p in [*store.glob("runs/**/*.json"), *report_dir.iterdir()]}
+    marker = json.loads((store / "suite-digest.json").read_text(encoding="utf-8"))
+    assert_valid("suite-digest", marker, "suite-digest.json")
+    old_digest = str(marker["suiteDigest"])
+    fixture = suites / "idlab" / "fixtures" / "noop" / "README.md"
+    fixture.write_text("nothing to do, really\n", encoding="utf-8")  # a changed fixture, suiteVersion 1.0.0 kept
+
+    for extra in ([], ["force=true"], ["k=2"]):  # neither force nor a larger k gets past it
+        code, out = lab_run(suites, data, base, *extra)
+        assert code == 1, out
+        [line] = [line for line in out.splitlines() if "suiteVersion" in line]
+        assert line.startswith("suite idlab 1.0.0: its files changed but suiteVersion did not"), line
+        assert old_digest[:12] in line and "bump suiteVersion" in line and "overwrite=true" in line, line
+    assert len(_calls(one)) == 1  # refused before any run
+    assert {p: p.read_bytes() for p in kept} == kept  # the old records and report are still on disk
+
+    code, out = lab_run(suites, data, base, "overwrite=true")
+    assert code == 0, out
+    assert len(_calls(one)) == 2  # executed again, under the same store and run id
+    [doc] = reports(data).values()
+    new_digest = str(doc["header"]["suiteDigest"])  # type: ignore[index]
+    assert new_digest != old_digest
+    assert records(data)[0]["inputs"]["suiteDigest"] == new_digest  # type: ignore[index]
+    assert json.loads((store / "suite-digest.json").read_text(encoding="utf-8"))["suiteDigest"] == new_digest
+    code, out = lab_run(suites, data, base)  # the replaced results are this version's now
+    assert code == 0 and len(_calls(one)) == 2, out
+
+
 def test_an_empty_completion_is_an_incident(tmp_path: Path,
                                             servers: tuple[LocalHTTPServer, LocalHTTPServer]) -> None:
     one, _ = servers

@@ -134,7 +134,8 @@ class Lab:
             env["LAB_NO_CACHE"] = "1"
             env["PYTHONPYCACHEPREFIX"] = str(self.where / f"pycache-{self.commands}")
         done = subprocess.run([sys.executable, "-m", "doit", "eval", f"suite={SUITE}", "mode=replay",
-                               f"tasks=[{','.join(TASKS)}]", "sandbox=none"],
+                               f"tasks=[{','.join(TASKS)}]", "sandbox=none",
+                               "overwrite=true"],  # suite edits keep suiteVersion (lab.build.baseline)
                               cwd=self.root, env=env, capture_output=True, text=True, timeout=300, check=False)
         self.commands += 1
         output = done.stdout + done.stderr
