@@ -313,9 +313,8 @@ def start_eval(prep: Prepared, *, notes: bool = True) -> None:
 
     ``notes=False`` leaves out the banner's notes (a variants command prints them once).
     """
-    from lab.execute import interrupt
-
     from lab.build.baseline import remember_digest
+    from lab.execute import interrupt
 
     ctx = prep.ctx
     prep.store.mkdir(parents=True, exist_ok=True)

@@ -228,8 +228,7 @@ def sweep_code(sweep_dir: Path, combos: list[list[str]]) -> int:
 
 
 def _check(combo: list[str]) -> None:
-    from lab.build.graph import prepare
-
     from lab.build.baseline import check_baseline
+    from lab.build.graph import prepare
 
     check_baseline(prepare([o for o in combo if not o.startswith("hydra")]))

@@ -7,6 +7,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from lab.report.executor_status import totals_text
 from lab.report.jsondoc import load_document
 from lab.report.markdown import endpoint_text
 
@@ -42,10 +43,13 @@ def summarise(report_dir: Path) -> tuple[int, str]:
              f"endpoint {endpoint_text(h)} · run id {h['runId']}"]
     if "note" in h:
         lines.append(h["note"])
-    rows = [(t["taskId"], f"{t['passes']}/{t['judged']}", t["errors"] or "", _flags(t)) for t in doc["tasks"]]
-    lines.append(tabulate(rows, headers=["task", "passed", "errors", "notes"], tablefmt="simple"))
+    rows = [(t["taskId"], f"{t['passes']}/{t['judged']}", t["errors"] or "",
+             totals_text(t.get("executorStatus"), all_names=False), _flags(t)) for t in doc["tasks"]]
+    lines.append(tabulate(rows, headers=["task", "passed", "errors", "executor", "notes"], tablefmt="simple"))
     lines.append(f"success rate {rate}; pass^k {_pct(s['passHatK'])}, pass@k {_pct(s['passAtK'])} of tasks")
     lines.append(claims_and_tokens_line(doc))
+    if "executorStatus" in s:
+        lines.append(f"executor: {totals_text(s['executorStatus'])}")
     lines.append(attempted_line(doc))
     lines += _warnings(doc)
     for err in doc["errors"]:

@@ -24,9 +24,11 @@ from markupsafe import Markup
 from lab.report.build import sort_records
 from lab.report.charts import Chart, Unit, five_numbers, label_px, pass_k_chart, rate_chart, spread_chart
 from lab.report.evidence import RUNS_PER_PAGE, HtmlRuns, environment, page_links, run_anchor, task_anchor
+from lab.report.executor_status import EXECUTOR_STATUSES, LABELS
 from lab.report.markdown import (
     DASH,
     MEASURED_ROWS,
+    ExecutorRows,
     conditions,
     estimate_absent_reason,
     estimated_rows,
@@ -77,6 +79,8 @@ def _page(doc: dict[str, Any], runs: HtmlRuns) -> dict[str, Any]:
         "conditions": conditions(h), "summary": [(label, str(value)) for label, value in summary_rows(s)],
         "summaryBar": wilson_bar(s["successRate"], s["wilson95"]), "notices": notices(doc),
         "tasks": (_task_view(t, links) for t, links in _with_links(doc["tasks"], runs.tasks)),
+        "executor": ExecutorRows(doc) if "executorStatus" in s else None,
+        "executorLabels": [LABELS[key] for key in EXECUTOR_STATUSES],
         "charts": charts, "repetition": _repetition_view(doc["repetition"]),
         "measured": _measured_view(doc.get("measured"), charts["tokensPerRun"], charts["wallMsPerRun"]),
         "estimated": _estimated_view(doc.get("estimated")),

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from lab.report.build import sort_records
+from lab.report.executor_status import EXECUTOR_STATUSES, LABELS
 from lab.report.tables import table_lines
 
 DASH = "—"
@@ -142,6 +143,7 @@ def _lines(doc: dict[str, Any], failed: Iterable[tuple[Any, ...]]) -> Iterator[s
     yield from (line for notice in notices(doc) for line in (notice, ""))
     yield from ("## Tasks", "")
     yield from _task_table(doc["tasks"], replay=doc["header"].get("mode") == "replay")
+    yield from _executor_lines(doc)
     yield from _repetition_lines(doc["repetition"])
     yield from _measured_lines(doc.get("measured"))
     yield from _estimated_lines(doc.get("estimated"), doc)
@@ -248,6 +250,29 @@ def _task_table(tasks: Iterable[dict[str, Any]], *, replay: bool = False) -> Ite
     headers = ["task", "judged", "pass", "fail", "budget", "error", "rate", "95% Wilson",
                "pass@k", "pass^k" if replay else "pass^k [95%]", "FP", "FN", "cached", "flags"]
     return _table(Rows(tasks, lambda t: _task_row(t, replay)), headers[:7] + headers[8:] if replay else headers)
+
+
+class ExecutorRows:
+    """Per-task executor status rows ``(task, succeeded, failed, cancelled, timed out)``, then the ``all``
+    row (re-iterable: a table reads its rows twice; shared with the HTML page)."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.doc = doc
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        for t in self.doc["tasks"]:
+            block = t.get("executorStatus") or {}
+            yield (t["taskId"], *(block.get(key, 0) for key in EXECUTOR_STATUSES))
+        overall = self.doc["summary"]["executorStatus"]
+        yield ("all", *(overall[key] for key in EXECUTOR_STATUSES))
+
+
+def _executor_lines(doc: dict[str, Any]) -> Iterator[str]:
+    """How the runs' executions ended, per task and overall (lab.report.executor_status); absent in older reports."""
+    if "executorStatus" not in doc["summary"]:
+        return
+    yield from ("## Executor status", "")
+    yield from _table(ExecutorRows(doc), ["task", *(LABELS[key] for key in EXECUTOR_STATUSES)])
 
 
 def _repetition_lines(rep: dict[str, Any]) -> Iterator[str]:

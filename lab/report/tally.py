@@ -18,6 +18,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from lab.report.executor_status import ExecutorTotals
 from lab.report.metrics import (
     CachedInput,
     Cost,
@@ -90,6 +91,7 @@ class Scope:
         self.cached = CachedInput()
         self.figures = Figures(new_list, spread)
         self.cost = Cost(rates)
+        self.executor = ExecutorTotals()
 
     def add(self, record: dict[str, Any]) -> None:
         status = record["status"]
@@ -97,6 +99,7 @@ class Scope:
             raise ValueError(f"task {record['taskId']} repetition {record['repetition']}: "
                              f"unknown run status {status!r}")
         self.status[status] += 1
+        self.executor.add(record)
         if not is_judged(record):
             return
         claimed = claimed_success(record)
@@ -240,6 +243,7 @@ class ReportTally:
         block["cachedInputRatio"] = cached["ratio"]
         block["cachedInputRuns"] = cached["runsReporting"]  # judged runs that reported cached input (M5)
         block.update(scope.claims())
+        block["executorStatus"] = scope.executor.block()
         if replay:
             block["wilson95"] = None
         self.tasks.append(block)
@@ -301,6 +305,7 @@ class ReportTally:
         summary["cachedInput"] = self.all.cached.block()
         summary["emptyResponses"] = self.empty_responses
         summary.update(self.all.claims())
+        summary["executorStatus"] = self.all.executor.block()
         if replay:
             summary["wilson95"] = None
         else:
