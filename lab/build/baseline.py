@@ -82,7 +82,7 @@ def stored_digest(store: Path, version: str, current: str) -> str | None:
     if marker is not None and (marker.get("suiteVersion"), marker.get("suiteDigest")) == (version, current):
         return None
     for stored_version, digest in _result_digests(store):
-        if stored_version == version and digest != current:
+        if stored_version == version and isinstance(digest, str) and digest != current:
             return digest
     return None
 
