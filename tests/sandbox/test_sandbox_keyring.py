@@ -141,6 +141,11 @@ def test_bwrap_pid_1_memory_and_ptrace_are_out_of_reach(bwrap: BwrapBackend,
         out["seize 1, high bits set"] = call(PTR[0], ctypes.c_long(0x4206), ctypes.c_long((1 << 32) | 1), 0, 0)
         out["process_vm_readv 1"] = call(PTR[1], 1, 0, 0, 0, 0, 0)
         out["pidfd_open 1"] = call(PTR[2], 1, 0)
+        out["listed"] = "1" in os.listdir("/proc")
+        out["ppid"] = os.getppid()
+        import signal
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            os.kill(1, sig)  # init ignores signals from inside its namespace
         child = subprocess.Popen(["sleep", "30"])
         out["seize own child"] = call(PTR[0], ctypes.c_long(0x4206), ctypes.c_long(child.pid), 0, 0)
         child.kill()
@@ -154,6 +159,7 @@ def test_bwrap_pid_1_memory_and_ptrace_are_out_of_reach(bwrap: BwrapBackend,
     for call in ("seize 1", "seize 1, high bits set", "process_vm_readv 1", "pidfd_open 1"):
         assert found[call] == [-1, errno.EPERM], (call, found[call])
     assert found["seize own child"] == [0, 0], "debuggers still work on the command's own processes"
+    assert found["listed"] and found["ppid"] == 1, "pid 1 exists, it is only out of reach"
 
 
 # The filter program itself, on every architecture it covers --------------------------
