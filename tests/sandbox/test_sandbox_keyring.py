@@ -211,7 +211,7 @@ def test_an_unknown_host_architecture_gets_no_filter() -> None:
     assert seccomp.filter_program("riscv64") is None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(machine=st.sampled_from(["x86_64", "aarch64"]),
        arch=st.sampled_from([0xC000003E, 0x40000003, 0xC00000B7, 0x40000028, 0x80000016]),
        nr=st.one_of(st.integers(0, 600), st.integers(0x40000000, 0x40000300)),
