@@ -20,8 +20,8 @@ deleted at any time.
 from __future__ import annotations
 
 import hashlib
-import os
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any, NamedTuple

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from lab.console import visible
 from lab.execute.verifiers import run_verifiers
-from lab.report import build_report
 from lab.providers.faults import one_line as message_line
+from lab.report import build_report
 from lab.report.closing import one_line as console_line
 from lab.report.closing import summarise
 from lab.report.markdown import render_markdown
