@@ -257,6 +257,14 @@ def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> It
     try:
         if building():
             start_eval(prep)
+        elif argv_words()[:1] == ["clean"]:  # executes no task: a usage-error task would not show
+            from lab.build.claims import refuse_clean_while_running
+
+            try:
+                refuse_clean_while_running(prep.store, prep.run_id)
+            except LabError as exc:
+                print(exc, file=sys.stderr, flush=True)
+                raise SystemExit(1) from None
         elif argv_words()[:1] == ["forget"]:
             from lab.build.records import forget_records
 
@@ -310,10 +318,12 @@ def start_eval(prep: Prepared, *, notes: bool = True) -> None:
 
     ``notes=False`` leaves out the banner's notes (a variants command prints them once).
     """
+    from lab.build.claims import eval_lock, hold_eval
     from lab.execute import interrupt
 
     ctx = prep.ctx
     prep.store.mkdir(parents=True, exist_ok=True)
+    hold_eval(eval_lock(prep.store, prep.run_id))  # doit clean of this configuration refuses meanwhile
     write_config(prep)
     ctx.events.emit("eval_started", runs=len(prep.specs), k=prep.k, mode=ctx.config.mode)
     if not ctx.config.data["json"]:
