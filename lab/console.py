@@ -18,8 +18,29 @@ gone (the gateway, the provider clients).
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Any, TextIO
+
+_UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character written as an escape (``\\x1b``, ``\\u202e``).
+
+    For text the lab did not choose (file names an agent made, server and
+    verifier messages) on its way to a terminal, report.md or a summary:
+    C0 and C1 controls (ESC starts terminal sequences that retitle windows,
+    clear screens or rewrite earlier lines), DEL, and the bidirectional
+    marks and overrides that reorder what a reader sees. Everything else,
+    non-ASCII letters included, is kept.
+    """
+    return _UNSHOWABLE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 class ClosedPipeTolerant:

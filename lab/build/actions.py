@@ -285,6 +285,14 @@ def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict
     from lab.build.claims import claim, report_lock
 
     with claim(report_lock(report_dir)):  # built from the records on disk (streamed), published whole
+        vanished = prep.record_index().vanished(records)
+        if vanished:  # a report over them would count finished runs as never attempted
+            message = (f"{len(vanished)} run record(s) of this eval were removed while it ran "
+                       f"(doit clean, or another command), e.g. {vanished[0]}; no report published: "
+                       f"run the eval again to execute them")
+            print(f"error: {message}", file=sys.stderr, flush=True)
+            ctx.events.emit("run_error", reason=message, exitCode=1)
+            return TaskFailed(message, report=False)
         try:
             write_report_from_files(report_dir, header, records, expected=expected)
         except LabError as exc:  # a record file that is not a run record

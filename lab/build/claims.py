@@ -7,6 +7,11 @@ record, then finds it up to date and does not execute it again. The report
 is built and published under a claim of its own, from the records on disk,
 so the published ``runs.jsonl`` always equals them.
 
+An eval also holds a shared claim on its configuration for as long as its
+process lives (``<store>/.locks/evals/<runId>.lock``); ``doit clean eval …``
+takes it exclusively, so it refuses while an eval of that configuration runs
+(and an eval that starts meanwhile waits for the clean to finish).
+
 The kernel releases a claim when its process exits, however it exits: the
 lock file a crashed command leaves behind is stale (it names the dead pid)
 and the next command claims it at once. Lock files are kept: removing one
@@ -21,6 +26,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from lab.errors import LabError
+
 
 def run_lock(record: Path) -> Path:
     """The lock file of the run whose record is ``<store>/runs/<taskId>/<name>.json``:
@@ -33,6 +40,59 @@ def run_lock(record: Path) -> Path:
 def report_lock(report_dir: Path) -> Path:
     """The lock file of ``<store>/reports/<runId>``: ``<store>/.locks/reports/<runId>.lock``."""
     return report_dir.parent.parent / ".locks" / "reports" / f"{report_dir.name}.lock"
+
+
+def eval_lock(store: Path, run_id: str) -> Path:
+    """The lock file of the evals of ``run_id`` in ``store``: ``<store>/.locks/evals/<runId>.lock``."""
+    return store / ".locks" / "evals" / f"{run_id}.lock"
+
+
+_HELD: list[int] = []
+"""Descriptors of the claims this process keeps until it exits."""
+
+
+def hold_eval(lock: Path) -> None:
+    """Hold a shared claim on ``lock`` until this process exits (evals of one configuration share it).
+
+    Blocks only while a ``doit clean`` of the same configuration holds it.
+
+    Raises:
+        OSError: the lock file cannot be created.
+    """
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    _HELD.append(fd)
+
+
+def hold_for_clean(lock: Path) -> bool:
+    """Take ``lock`` exclusively until this process exits; False when an eval holds it (nothing taken).
+
+    A configuration no eval ever ran has no lock file: True, and nothing is created.
+    """
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except FileNotFoundError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    _HELD.append(fd)
+    return True
+
+
+def refuse_clean_while_running(store: Path, run_id: str) -> None:
+    """Before ``doit clean eval …`` removes anything: hold the eval claim of ``run_id`` exclusively.
+
+    Raises:
+        LabError: an eval of this configuration is running on this data dir (it would lose the
+            records it relies on); one line.
+    """
+    if not hold_for_clean(eval_lock(store, run_id)):
+        raise LabError(f"doit clean: an eval of this configuration (run id {run_id}) is running on "
+                       f"this data dir; let it finish or stop it (Ctrl-C), then clean")
 
 
 @contextmanager

@@ -30,6 +30,10 @@ DOIT_VALUE_OPTIONS = frozenset({"-f", "--file", "-d", "--dir", "--db-file", "--b
 """doit options followed by a separate value word."""
 
 
+MAX_JOBS = 256
+"""The most runs at once (``jobs``), as ``lab/schemas/config.schema.json`` says."""
+
+
 def doit_config(variables: dict[str, str] | None = None) -> dict[str, Any]:
     """DOIT_CONFIG: sqlite3 dependency DB in the data dir, ``eval`` by default.
 
@@ -56,7 +60,9 @@ def doit_config(variables: dict[str, str] | None = None) -> dict[str, Any]:
                               "default_tasks": ["eval"], "verbosity": 2, "reporter": LabReporter,
                               "par_type": "thread"}
     jobs = variables.get("jobs", "1")
-    if jobs.isdigit() and int(jobs) > 1:
+    # Above the config schema's maximum the config check refuses it in one line when the tasks are
+    # created; doit must not have started its threads by then (jobs=100000 failed in thread start).
+    if jobs.isdigit() and 1 < int(jobs) <= MAX_JOBS:
         config.update(num_process=int(jobs))
     return config
 

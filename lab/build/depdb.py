@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,28 @@ def check_data_dir(data: Path) -> None:
         raise DataDirError(describe_os_error(exc, data)) from None
     if not os.access(data, os.W_OK | os.X_OK):
         raise DataDirError(f"data dir {data}: not writable (read-only file system or no permission)")
+    kind = _not_a_file(data / DB_NAME)
+    if kind is not None:
+        raise DataDirError(f"data dir {data}: {DB_NAME} is {kind}, not the dependency database; "
+                           f"remove or rename it (the run records keep every result)")
+
+
+DB_NAME = ".doit.sqlite"
+
+
+def _not_a_file(path: Path) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (or a link to one), else None."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return None  # missing (or a dangling link): sqlite creates it
+    except OSError:
+        return None  # unreadable: sqlite says why
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return None
 
 
 def describe_os_error(exc: OSError, data: Path) -> str:
@@ -96,7 +119,7 @@ class LabSqliteDB(SqliteDB):  # type: ignore[misc]
             self._set_aside(path, "not an SQLite database")
         try:
             super().__init__(name, codec, module_name=module_name)
-        except DatabaseException as exc:
+        except (DatabaseException, sqlite3.Error) as exc:
             reason = str(exc).rsplit("Original error: ", 1)[-1]
             if not any(word in reason for word in CORRUPT):
                 # Not the file's fault (disk full, read-only, gone): one line, exit 1, under doit too.

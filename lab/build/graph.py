@@ -260,6 +260,14 @@ def eval_tasks(prep: Prepared, *, always: bool = False, gate: bool = True) -> It
 
             check_baseline(prep)  # before any run: a changed suite never overwrites its version's results
             start_eval(prep)
+        elif argv_words()[:1] == ["clean"]:  # executes no task: a usage-error task would not show
+            from lab.build.claims import refuse_clean_while_running
+
+            try:
+                refuse_clean_while_running(prep.store, prep.run_id)
+            except LabError as exc:
+                print(exc, file=sys.stderr, flush=True)
+                raise SystemExit(1) from None
         elif argv_words()[:1] == ["forget"]:
             from lab.build.records import forget_records
 
@@ -314,10 +322,12 @@ def start_eval(prep: Prepared, *, notes: bool = True) -> None:
     ``notes=False`` leaves out the banner's notes (a variants command prints them once).
     """
     from lab.build.baseline import remember_digest
+    from lab.build.claims import eval_lock, hold_eval
     from lab.execute import interrupt
 
     ctx = prep.ctx
     prep.store.mkdir(parents=True, exist_ok=True)
+    hold_eval(eval_lock(prep.store, prep.run_id))  # doit clean of this configuration refuses meanwhile
     write_config(prep)
     if ctx.config.mode != "record":
         remember_digest(prep)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -88,6 +89,7 @@ class RecordIndex:
         self.file = file or cache_dir() / "records" / f"{canonical_hash(str(store))[:32]}.json"
         self._entries: dict[str, list[Any]] | None = None
         self._seen: dict[str, RecordFacts] = {}
+        self._present: set[str] = set()
         self._dirty = False
         self._lock = threading.Lock()
         _INDEXES.append(self)
@@ -114,11 +116,21 @@ class RecordIndex:
         facts = self._read(target)
         if facts is not None:
             self._seen[key] = facts
+            self._present.add(key)
         return facts
 
     def written(self, target: Path) -> None:
         """``target`` was written by this process: judge it again when next asked."""
         self._seen.pop(str(target), None)
+        self._present.add(str(target))
+
+    def vanished(self, targets: list[Path]) -> list[Path]:
+        """The ``targets`` this command found or wrote that no longer exist.
+
+        A record removed while its eval runs (``doit clean eval …`` or ``rm``
+        from another shell) would otherwise count as a run never attempted.
+        """
+        return [t for t in targets if str(t) in self._present and not os.path.lexists(t)]
 
     def last_seen(self, target: Path) -> RecordFacts | None:
         """The facts this command last judged ``target`` by (no ``stat``), else :meth:`facts`.

@@ -18,6 +18,7 @@ that a variant sets only measured keys (VA1). The user-facing reference is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,23 +136,50 @@ def compose_config(overrides: list[str] | tuple[str, ...] = (), *,
     conf = CONF_DIR if conf_dir is None else conf_dir
     clashes = clash_problems(user_config_dirs(), conf)
     if clashes:
-        raise ConfigError("\n".join(clashes))
+        raise ConfigError(bounded_lines(clashes))
     expanded = expand_suite_dir(overrides, conf)
     variant = group_choice(expanded, "variant", conf)
     problems = variant_problems(variant, conf) if variant else []
     if problems:
         # Check the other overrides too, against the baseline variant, so all problems show at once.
         others = [o for o in expanded if getattr(parse_override(o), "key_or_group", None) != "variant"]
-        raise ConfigError("\n".join(problems + _override_problems([*others, "variant=baseline"], conf)))
+        raise ConfigError(bounded_lines(problems + _override_problems([*others, "variant=baseline"], conf)))
     try:
         data, chosen, sources = _compose(expanded, conf)
     except Exception as exc:  # Hydra/OmegaConf raise many types; all are user input errors here
         problems = _override_problems(expanded, conf) or [describe_compose_error(exc, expanded, conf)]
-        raise ConfigError("\n".join(problems)) from exc
-    problems = data_problems(data)
+        raise ConfigError(bounded_lines(boolean_problems(expanded) + problems)) from exc
+    problems = boolean_problems(expanded) + data_problems(data)
     if problems:
-        raise ConfigError("\n".join(problems))
+        raise ConfigError(bounded_lines(problems))
     return EffectiveConfig(data=data, variant=chosen, overrides=tuple(overrides), sources=sources)
+
+
+_LENIENT_WORDS = frozenset({"y", "n", "on", "off"})
+"""Words OmegaConf reads as a boolean that the lab's other boolean options refuse."""
+
+
+def boolean_problems(overrides: Sequence[str]) -> list[str]:
+    """A boolean key given a value OmegaConf turns into a boolean but the lab does not take:
+    ``keep=2`` (any number but 0 and 1) or ``keep=on``/``off``/``y``/``n``. OmegaConf reads
+    ``keep=2`` as true, which is never what was meant; other values it refuses itself."""
+    from lab.config.overrides import parse_override
+    from lab.config.schema import boolean_keys
+
+    keys = boolean_keys()
+    problems = []
+    for text in overrides:
+        override: Any = parse_override(text)
+        if override is None or override.is_delete() or override.is_sweep_override():
+            continue
+        key = override.key_or_group.lstrip("+")
+        value = override.value()
+        word = value.strip().lower() if isinstance(value, str) else None
+        lenient = (isinstance(value, int) and not isinstance(value, bool) and value not in (0, 1)) \
+            or word in _LENIENT_WORDS or (word is not None and word.lstrip("+-").isdigit() and word not in ("0", "1"))
+        if key in keys and lenient:
+            problems.append(f"config: {key}: expected true or false, got {_shorten(repr(value), value)}")
+    return problems
 
 
 def _compose(overrides: list[str], conf_dir: Path) -> tuple[dict[str, Any], str, tuple[str, ...]]:
@@ -231,7 +259,7 @@ def config_problems(data: dict[str, Any]) -> list[str]:
     schema = load_schema("config")
     validator = jsonschema.Draft202012Validator(schema)
     problems = [f"config: {path}: {value!r} is not a finite number" for path, value in _non_finite(data)]
-    problems += [f"config: {_dotted(err.absolute_path)}: {err.message}"
+    problems += [f"config: {_dotted(err.absolute_path)}: {_shorten(err.message, err.instance)}"
                 for err in sorted(validator.iter_errors(data), key=lambda e: _dotted(e.absolute_path))]
     rates = data.get("rates") or {}
     if (rates.get("input") is None) != (rates.get("output") is None):
@@ -255,6 +283,27 @@ def config_problems(data: dict[str, Any]) -> list[str]:
         problems.append(f"config: agent.limits.tool_output_chars: {tool_chars} is greater than "
                         f"agent.limits.max_context_chars ({context_chars})")
     return problems
+
+
+LINE_CHARS = 400
+"""The longest config error line: a value quoted in one is cut (a 100,000-character
+``provider.model`` must not become a 100 KB line)."""
+EXCERPT_CHARS = 60
+
+
+def _shorten(message: str, value: Any) -> str:
+    """``message`` with its quote of ``value`` cut to an excerpt that gives the full length."""
+    quoted = repr(value)
+    if len(quoted) > EXCERPT_CHARS and quoted in message:
+        size = f"{len(value):,} characters" if isinstance(value, str) else f"{len(quoted):,} characters as text"
+        message = message.replace(quoted, f"{quoted[:EXCERPT_CHARS]}… ({size})")
+    return message
+
+
+def bounded_lines(problems: list[str]) -> str:
+    """The problems as one message, each line cut to ``LINE_CHARS`` with its full length."""
+    return "\n".join(line if len(line) <= LINE_CHARS else f"{line[:LINE_CHARS]}… ({len(line):,} characters)"
+                     for problem in problems for line in problem.splitlines())
 
 
 def _non_finite(value: Any, path: str = "") -> list[tuple[str, float]]:

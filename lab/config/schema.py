@@ -211,6 +211,23 @@ def _schema_keys(cls: type) -> dict[str, Any]:
             for f in dataclasses.fields(cls)}
 
 
+def boolean_keys() -> frozenset[str]:
+    """Dotted keys whose type is ``bool`` (``keep``, ``provider.stream``, …)."""
+    return frozenset(_boolean_keys(LabConf, ""))
+
+
+def _boolean_keys(cls: type, prefix: str) -> list[str]:
+    hints = typing.get_type_hints(cls)
+    found: list[str] = []
+    for f in dataclasses.fields(cls):
+        kind = hints[f.name]
+        if dataclasses.is_dataclass(kind):
+            found += _boolean_keys(kind, f"{prefix}{f.name}.")  # type: ignore[arg-type]
+        elif kind is bool:
+            found.append(f"{prefix}{f.name}")
+    return found
+
+
 MEASURED_KEYS = ("provider.model", "provider.reasoning_effort")
 """Single keys outside ``agent`` that a variant may set."""
 MEASURED_PREFIX = "agent."

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from lab.console import visible
+
 Cause = Literal["rate_limited", "server", "bad_request"]
 
 MESSAGE_CHARS = 300
@@ -114,8 +116,9 @@ def backoff_s(attempt: int, retry_after: float | None) -> float:
 
 
 def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:
-    """``text`` with every whitespace run (line breaks too) folded to a space, cut to ``limit``."""
-    folded = " ".join(text.split())
+    """``text`` with every whitespace run (line breaks too) folded to a space, control
+    characters escaped (:func:`lab.console.visible`), cut to ``limit``."""
+    folded = visible(" ".join(text.split()))
     return folded if len(folded) <= limit else folded[:limit] + "…"
 
 

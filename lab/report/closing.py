@@ -7,6 +7,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from lab.console import visible
 from lab.report.executor_status import totals_text
 from lab.report.jsondoc import load_document
 from lab.report.markdown import endpoint_text
@@ -15,12 +16,13 @@ LOW_POWER_RUNS = 5  # as lab.report.build; the flag itself is read from the repo
 
 
 def one_line(text: str) -> str:
-    """``text`` with every run of whitespace (line breaks included) folded to one space.
+    """``text`` with every run of whitespace (line breaks included) folded to one space
+    and control characters escaped (:func:`lab.console.visible`).
 
-    Server messages may span lines; a console line (progress, ``error:``)
-    must not.
+    Server messages may span lines, and file names an agent chose may carry
+    terminal escape sequences; a console line (progress, ``error:``) must not.
     """
-    return " ".join(text.split())
+    return visible(" ".join(text.split()))
 
 
 def summarise(report_dir: Path) -> tuple[int, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from lab.console import visible
 from lab.report.build import sort_records
 from lab.report.executor_status import EXECUTOR_STATUSES, LABELS
 from lab.report.tables import table_lines
@@ -39,8 +40,8 @@ def num(value: float | int | None, digits: int = 1) -> str:
 
 
 def _cell(text: Any) -> str:
-    """Table-safe text: no newlines, pipes escaped."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """Table-safe text: no newlines, control characters escaped, pipes escaped."""
+    return visible(" ".join(str(text).split())).replace("|", "\\|")
 
 
 class Rows:
@@ -173,7 +174,7 @@ def failed_rows(run: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 
 def _one_line(text: Any) -> str:
-    flat = " ".join(str(text or "").split())
+    flat = visible(" ".join(str(text or "").split()))
     return flat if len(flat) <= DETAIL_CHARS else flat[:DETAIL_CHARS - 1] + "…"
 
 

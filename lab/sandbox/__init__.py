@@ -37,6 +37,9 @@ command in its own session with a deadline, bounded output and a
 process-group kill; ``confined`` gives the lab's own file tools and
 verifiers access to the task copy without following a link out of it.
 
+``seccomp.py`` builds the filter every bwrap command runs under (no kernel
+keyring, no ``ptrace`` of bwrap's pid 1).
+
 ``reaper.py`` owns the lab's temp root for task copies (``RunRoot``, one
 flock-held directory per lab process) and ``reap_stale``, which removes what
 a lab killed with ``kill -9`` left behind.

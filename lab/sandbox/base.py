@@ -93,6 +93,9 @@ class Bind:
 ARGS_FD = "<args-fd>"
 """Stands in ``Launch.argv`` for the descriptor ``Launch.fd_args`` are read from."""
 
+SECCOMP_FD = "<seccomp-fd>"
+"""Stands in ``Launch.argv`` or ``Launch.fd_args`` for the descriptor holding ``Launch.seccomp``."""
+
 
 @dataclass(frozen=True)
 class Launch:
@@ -112,12 +115,15 @@ class Launch:
             than on the command line (bubblewrap's ``--args FD``), so the
             sandboxed program cannot read them in ``/proc/1/cmdline``: they
             name host paths and the environment set inside.
+        seccomp: a compiled seccomp filter (``struct sock_filter`` array)
+            read from a descriptor (bubblewrap's ``--seccomp FD``); empty: none.
     """
 
     argv: list[str]
     env: dict[str, str]
     cwd: Path
     fd_args: tuple[str, ...] = ()
+    seccomp: bytes = b""
 
 
 @contextmanager
@@ -126,23 +132,45 @@ def spawn_args(launch: Launch) -> Iterator[tuple[list[str], tuple[int, ...]]]:
 
     With ``fd_args``, they are written NUL-terminated to an anonymous
     memory file (``memfd_create``), whose number replaces ``ARGS_FD`` in
-    argv; the descriptor is closed when the block ends (the child keeps its
-    own copy, which bubblewrap closes once read).
+    argv; ``seccomp`` likewise goes to its own memory file, whose number
+    replaces ``SECCOMP_FD`` in argv and ``fd_args``. The descriptors are
+    closed when the block ends (the child keeps its own copies, which
+    bubblewrap closes once read).
 
     Yields:
         (argv, descriptors to pass to the child).
     """
-    if not launch.fd_args:
+    if not launch.fd_args and not launch.seccomp:
         yield launch.argv, ()
         return
-    fd = os.memfd_create("lab-sandbox-args")
+    fds: list[int] = []
+    try:
+        replace: dict[str, str] = {}
+        if launch.seccomp:
+            fds.append(_memfd("lab-sandbox-seccomp", launch.seccomp))
+            replace[SECCOMP_FD] = str(fds[-1])
+        fd_args = [replace.get(arg, arg) for arg in launch.fd_args]
+        if launch.fd_args:
+            fds.append(_memfd("lab-sandbox-args", b"".join(
+                arg.encode("utf-8", "surrogateescape") + b"\0" for arg in fd_args)))
+            replace[ARGS_FD] = str(fds[-1])
+        yield [replace.get(arg, arg) for arg in launch.argv], tuple(fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _memfd(name: str, data: bytes) -> int:
+    """An anonymous memory file holding ``data``, positioned at its start."""
+    fd = os.memfd_create(name)
     try:
         with os.fdopen(os.dup(fd), "wb") as fh:
-            fh.write(b"".join(arg.encode("utf-8", "surrogateescape") + b"\0" for arg in launch.fd_args))
+            fh.write(data)
         os.lseek(fd, 0, os.SEEK_SET)
-        yield [str(fd) if arg == ARGS_FD else arg for arg in launch.argv], (fd,)
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 @runtime_checkable

@@ -23,8 +23,17 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from lab.sandbox import hostfs
-from lab.sandbox.base import ARGS_FD, Bind, Launch, Limits, SandboxError, base_env, check_request
+from lab.sandbox import hostfs, seccomp
+from lab.sandbox.base import (
+    ARGS_FD,
+    SECCOMP_FD,
+    Bind,
+    Launch,
+    Limits,
+    SandboxError,
+    base_env,
+    check_request,
+)
 
 WORKSPACE = PurePosixPath("/workspace")
 """Where every task copy appears inside: the same path in every run, so
@@ -125,6 +134,10 @@ class BwrapBackend:
             for bind in self._python[0]:
                 self._check_reachable(bind.source)
         self._support: Path | None = None
+        # No keyring, and no ptrace of pid 1 (bwrap, which holds the options): see seccomp.py.
+        self.seccomp = seccomp.filter_program()
+        self._proc_masks = [path for path in ("/proc/keys", "/proc/key-users")
+                            if os.path.exists(path)]
 
     @property
     def name(self) -> str:
@@ -192,7 +205,11 @@ class BwrapBackend:
             self._support = hostfs.support_dir()
         args = ["--ro-bind", "/usr", "/usr", *hostfs.top_level_args(),
                 "--ro-bind", str(self._support), "/etc", *hostfs.etc_args(network)]
-        args += ["--proc", "/proc", "--dev", "/dev"]
+        args += ["--proc", "/proc", "--tmpfs", "/proc/1", "--dev", "/dev"]
+        # /proc/1 is bwrap's init, whose memory holds the options; the key lists name
+        # the keys of every process of the same host uid.
+        for path in self._proc_masks:
+            args += ["--ro-bind", "/dev/null", path]
         # /dev/shm gets its own bounded tmpfs; /dev itself is made read-only
         # below (bwrap's /dev tmpfs belongs to the sandbox user, unbounded).
         for mount in ("/dev/shm", "/tmp", hostfs.SANDBOX_HOME):
@@ -209,7 +226,8 @@ class BwrapBackend:
                      str(bind.target)]
         # Last: later mounts would need the root writable to create their
         # mount points; /tmp, HOME and /workspace are mounts of their own.
-        return [*args, "--remount-ro", "/dev", "--remount-ro", "/", "--chdir", str(WORKSPACE)]
+        return [*args, "--remount-ro", "/proc/1", "--remount-ro", "/dev", "--remount-ro", "/",
+                "--chdir", str(WORKSPACE)]
 
     def wrap(self, argv: Sequence[str], *, workspace: Path, env: Mapping[str, str],
              network: bool = False, limits: Limits = Limits(),
@@ -240,7 +258,8 @@ class BwrapBackend:
         # The options name host paths and the inner environment: bwrap reads them from a
         # descriptor (--args), so /proc/1/cmdline inside (bwrap itself) does not show them.
         options = (*self._namespace_args(network), *self._filesystem_args(workspace, network, limits, binds),
-                   *setenv)
+                   *setenv, *(("--seccomp", SECCOMP_FD) if self.seccomp else ()))
         command = [*self._clear, *self._setpriv, self.executable, "--args", ARGS_FD,
                    "--", *_prlimit_args(self.prlimit, limits), *argv]
-        return Launch(argv=command, env=inner_env, cwd=workspace, fd_args=options)
+        return Launch(argv=command, env=inner_env, cwd=workspace, fd_args=options,
+                      seccomp=self.seccomp or b"")

@@ -31,7 +31,7 @@ SUITE = Path(__file__).parent / "escape_suite"
 ATTEMPTS = ("read-root", "read-ssh", "read-checkout", "proc-1-environ", "proc-ppid-environ",
             "proc-all-environ", "env", "write-root", "write-host-tmp", "write-checkout",
             "write-dotdot", "write-symlink", "loopback", "sleepers", "fork-bomb", "file-size",
-            "hard-link")
+            "hard-link", "keyring-read", "keyring-plant", "pid1-memory")
 
 
 @dataclass
