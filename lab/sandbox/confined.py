@@ -176,7 +176,8 @@ def inspect_confined(root: str | os.PathLike[str], rel: str, *, read: bool = Tru
         fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
         with os.fdopen(fd, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
-            data = handle.read(max_bytes + 1)  # never more than the bound, whatever the size says
+            # Never more than the bound: refused by its size unread, and read no further if it grew.
+            data = handle.read(max_bytes + 1) if size <= max_bytes else b""
             if size > max_bytes or len(data) > max_bytes:
                 raise TreeBoundError(f"{rel} is {max(size, len(data))} bytes, more than the "
                                      f"{max_bytes >> 20} MiB the lab reads of one file")

@@ -23,6 +23,7 @@ from tests.helpers.hostile_tree import fast_dir, immutable, nest, release
 DEEP = 5_000
 
 
+@pytest.mark.slow
 def test_a_copy_nested_5000_deep_is_removed(tmp_path: Path) -> None:
     with fast_dir(tmp_path / "fallback") as base:
         workspace = base / "ws"
@@ -134,6 +135,7 @@ _shapes = st.lists(st.tuples(st.integers(0, 1_200), st.sampled_from(["file", "li
                    min_size=1, max_size=4)
 
 
+@pytest.mark.slow
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(shapes=_shapes)
 def test_any_deep_tree_is_removed_and_its_links_targets_survive(tmp_path: Path, shapes: list[tuple[int, str]]) -> None:

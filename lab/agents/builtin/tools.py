@@ -93,7 +93,7 @@ def _read_bounded(target: Path, rel: str) -> bytes:
     try:
         with target.open("rb") as handle:
             size = os.fstat(handle.fileno()).st_size
-            data = handle.read(MAX_FILE_BYTES + 1)
+            data = handle.read(MAX_FILE_BYTES + 1) if size <= MAX_FILE_BYTES else b""
     except OSError as exc:
         raise os_tool_error("read", rel, exc) from exc
     if size > MAX_FILE_BYTES or len(data) > MAX_FILE_BYTES:
