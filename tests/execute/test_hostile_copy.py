@@ -14,6 +14,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lab.agents.builtin.tool import ToolContext, run_tool
 from lab.agents.builtin.tools import TOOLS
@@ -160,3 +162,36 @@ def test_a_missing_run_root_leaves_agent_directories_in_the_temp_dir(tmp_path: P
     monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
     made = _make_run_dir(SimpleNamespace())
     assert made.parent == tmp_path and os.stat(made).st_mode & 0o777 == 0o711
+
+
+_names = st.sampled_from(["a", "b", "logs", ".h", "x.md"])
+_patterns = st.lists(st.lists(st.one_of(_names, st.sampled_from(["*", "**", "*.md", "?"])), min_size=1, max_size=3)
+                     .map("/".join), min_size=1, max_size=3)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(patterns=_patterns, links=st.lists(st.lists(_names, min_size=1, max_size=2).map("/".join), max_size=3))
+def test_no_ignore_pattern_reaches_through_a_planted_link(tmp_path_factory: pytest.TempPathFactory,
+                                                         patterns: list[str], links: list[str]) -> None:
+    """Ignore-symlink kind: whatever the patterns and wherever the agent plants links to a host
+    directory, setting the ignored files aside removes only entries of the copy itself."""
+    with fast_dir(tmp_path_factory.mktemp("ignore")) as base:
+        host = base / "host"
+        for name in ("a", "logs/x.md", "b/.h", "x.md"):
+            (host / name).parent.mkdir(parents=True, exist_ok=True)
+            (host / name).write_text("host\n")
+        before = sorted(str(p.relative_to(host)) for p in host.rglob("*"))
+        workspace = base / "ws"
+        (workspace / "a").mkdir(parents=True)
+        (workspace / "a" / "x.md").write_text("own\n")
+        for link in links:
+            where = workspace / link
+            inside = [workspace.joinpath(*where.relative_to(workspace).parts[:i]) for i in range(1, len(link.split("/")))]
+            if os.path.lexists(where) or any(p.is_symlink() or (p.exists() and not p.is_dir()) for p in inside):
+                continue  # the test itself must never write through a link into the host directory
+            where.parent.mkdir(parents=True, exist_ok=True)
+            where.symlink_to(host)
+        _set_aside(workspace, tuple(patterns), {})
+        assert sorted(str(p.relative_to(host)) for p in host.rglob("*")) == before
+        expected_gone = any(matches(p, "a", is_dir=True) or matches(p, "a/x.md", is_dir=False) for p in patterns)
+        assert (workspace / "a" / "x.md").exists() is not expected_gone
