@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path
 
-from lab.sandbox.walk import DIR, walk
+from lab.sandbox.walk import DIR, TreeBoundError, remove_inside, walk
 
 _ANY = "**"
 
@@ -132,3 +132,31 @@ def ignored_entries(root: Path, patterns: Sequence[str]) -> list[str]:
         if named(entry.rel, entry.kind == DIR):
             found.append(entry.rel)
     return found
+
+
+def set_aside(root: Path, patterns: Sequence[str]) -> list[str]:
+    """Remove what ``patterns`` name in the task copy ``root``; one warning line per thing not done.
+
+    Each match of :func:`ignored_entries` is removed through directory
+    descriptors opened without following links
+    (:func:`lab.sandbox.walk.remove_inside`): a link the agent planted is
+    removed as a link at most, what it points to is never touched. A copy
+    past the walk's bounds is left as it is (one warning): the verifiers judge
+    it, and a tree-diff verifier fails on the same bound.
+
+    Returns:
+        Warning lines for the run record (empty when everything was removed).
+    """
+    if not patterns:
+        return []
+    try:
+        matched = ignored_entries(root, patterns)
+    except (TreeBoundError, OSError) as exc:
+        return [f"agent.command.ignore not applied: {exc}"]
+    warnings = []
+    for rel in matched:
+        try:
+            remove_inside(root, rel)
+        except OSError as exc:
+            warnings.append(f"agent.command.ignore: cannot remove {rel}: {exc.strerror or exc}")
+    return warnings

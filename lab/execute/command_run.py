@@ -375,30 +375,10 @@ def _divergence(halt: Any, matcher: Any) -> dict[str, Any] | None:
 
 
 def _set_aside(workspace: Path, ignore: tuple[str, ...], record: dict[str, Any]) -> None:
-    """Remove the preset's ignored files from the task copy before tree-diff verifiers look.
+    """Remove the preset's ignored files from the task copy before the verifiers look, never through
+    a link the agent planted (:func:`lab.agents.ignore.set_aside`); what could not be done is a warning."""
+    from lab.agents.ignore import set_aside
 
-    The copy is the agent's: patterns are matched against the relative paths of
-    an iterative walk that never enters a symbolic link
-    (:func:`lab.agents.ignore.ignored_entries`), and each match is removed
-    through directory descriptors opened without following links
-    (:func:`lab.sandbox.walk.remove_inside`). A link the agent planted is
-    removed as a link; what it points to, on the host or elsewhere, is never
-    touched. A tree past the walk's bounds is noted on the record; the
-    verifiers then judge it (a tree-diff verifier fails on the same bound).
-    """
-    from lab.agents.ignore import ignored_entries
-    from lab.sandbox.walk import TreeBoundError, remove_inside
-
-    if not ignore:
-        return
-    try:
-        matched = ignored_entries(workspace, ignore)
-    except (TreeBoundError, OSError) as exc:
-        record.setdefault("warnings", []).append(f"agent.command.ignore not applied: {exc}")
-        return
-    for rel in matched:
-        try:
-            remove_inside(workspace, rel)
-        except OSError as exc:
-            record.setdefault("warnings", []).append(
-                f"agent.command.ignore: cannot remove {rel}: {exc.strerror or exc}")
+    warnings = set_aside(workspace, ignore)
+    if warnings:
+        record.setdefault("warnings", []).extend(warnings)

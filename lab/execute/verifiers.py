@@ -8,10 +8,8 @@ returns one ``VerifierResult`` each:
 - ``error``: the check could not run (path outside the workspace, command does
   not start, events missing, invalid spec). An error is neither pass nor fail.
 
-A task copy the agent left past the bounds the lab reads it within
-(:mod:`lab.sandbox.walk`: entries, nesting depth, path length, bytes) makes
-the file and tree checks ``fail`` with the bound as the reason: the agent
-made that tree, so it is the agent's failure, never an infrastructure error.
+A copy past the bounds the lab reads it within (:mod:`lab.sandbox.walk`) makes
+a file or tree check ``fail`` with the bound as reason: the agent's failure.
 
 Kinds: ``command``, ``file-equals``, ``file-contains``, ``file-absent``,
 ``tree-diff-within``, ``tool-sequence``.
