@@ -46,7 +46,8 @@ MAX_FILE_BYTES = 64 << 20
 DIR, FILE, LINK, SPECIAL = "dir", "file", "link", "special"
 """Entry kinds: a directory, a regular file, a symbolic link, anything else (FIFO, socket, device)."""
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_TRUSTED_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_DIR_FLAGS = _TRUSTED_DIR_FLAGS | os.O_NOFOLLOW
 _OWNER_ALL = stat.S_IRWXU
 
 
@@ -215,7 +216,7 @@ def remove_tree(path: str | os.PathLike[str]) -> None:
         os.unlink(full)
         return
     parent, name = os.path.split(full)
-    fd = os.open(parent, _DIR_FLAGS)
+    fd = os.open(parent, _TRUSTED_DIR_FLAGS)  # the caller's directory: links above the tree are its choice
     try:
         remove_below(fd, name, shown=full)
     finally:
@@ -254,7 +255,11 @@ def remove_below(parent_fd: int, name: str, *, shown: str) -> None:
                 fd = -1
                 _retry_granted(parent_fd, lambda: os.rmdir(name, dir_fd=parent_fd), lambda: shown)
                 return
-            up = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            try:
+                up = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            except PermissionError:  # an emptied directory left without search permission
+                _grant(fd)
+                up = os.open("..", _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = up
             if _ident(fd) != stack[-1].ident:
@@ -334,12 +339,13 @@ def _clear_files(fd: int, shown: Callable[[], str]) -> list[str]:
 
 
 def open_parent(root: str | os.PathLike[str], parts: list[str]) -> int:
-    """A descriptor of ``root/parts[:-1]``, each level opened with ``O_NOFOLLOW``; the caller closes it.
+    """A descriptor of ``root/parts[:-1]``, each level below ``root`` opened with ``O_NOFOLLOW``; the caller
+    closes it.
 
     Raises:
         OSError: a component is missing, a symbolic link (``ELOOP``) or not a directory.
     """
-    fd = os.open(os.fspath(root), _DIR_FLAGS)
+    fd = os.open(os.fspath(root), _TRUSTED_DIR_FLAGS)
     try:
         for name in parts[:-1]:
             child = os.open(name, _DIR_FLAGS, dir_fd=fd)

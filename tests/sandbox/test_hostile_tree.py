@@ -171,3 +171,10 @@ def test_any_deep_tree_is_removed_and_its_links_targets_survive(tmp_path: Path, 
         remove_tree(workspace)
         assert not os.path.lexists(workspace)
         assert (outside / "keep").read_text() == "k"
+
+
+def test_a_link_above_the_tree_is_the_callers_and_is_followed(tmp_path: Path) -> None:
+    (tmp_path / "real" / "ws" / "sub").mkdir(parents=True)
+    (tmp_path / "alias").symlink_to(tmp_path / "real")  # e.g. /tmp a link on some systems
+    remove_tree(tmp_path / "alias" / "ws")
+    assert not (tmp_path / "real" / "ws").exists() and (tmp_path / "alias").is_symlink()
