@@ -96,6 +96,7 @@ def test_an_unremovable_task_copy_errors_one_run_and_the_report_is_published(tmp
     assert events[-1]["event"] == "run_error" and events[-1]["exitCode"] == 1
 
 
+@pytest.mark.slow  # composing the eval's configuration (prepare) takes seconds
 def test_a_removal_failure_is_recorded_on_its_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     suite = _suite(tmp_path)
     prep = prepare([f"suite.path={suite}", "suite=external", "provider=scripted", "tasks=[b-plain]", "k=1",
