@@ -11,7 +11,7 @@ replay::
     command:
       argv: [my-agent, --model, "{model}", --task-file, "{prompt_file}"]
       env: {MY_AGENT_TELEMETRY: "0"}
-      ignore: [.my-agent-history]     # files the agent writes into the task copy
+      ignore: [.my-agent-history]     # files the agent writes into the task copy (lab.agents.ignore)
       claim: exit_zero                # exit_zero | stdout_pattern | never
       install: {manager: pypi, package: my-agent, version: "1.2.3"}
       normalise: {drop: {chat: [metadata.session]}, rules: [{pattern: "run-[0-9]+", replace: "run-<n>"}]}
@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lab.agents.ignore import ignore_problems
 from lab.errors import ConfigError
 from lab.replay.normalise import APIS, RequestNormaliser, task_rules
 
@@ -164,6 +165,7 @@ def preset_problems(agent: Mapping[str, Any]) -> list[str]:
         problems.append(f"config: agent.command.install: a {install.get('manager')} agent needs package "
                         f"and a pinned version")
     problems += _normalise_problems(cmd.get("normalise") or {})
+    problems += ignore_problems(list(cmd.get("ignore") or []))
     return problems
 
 

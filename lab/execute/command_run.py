@@ -74,7 +74,7 @@ def run_command_agent(ctx: Any, task: Task, workspace: Path, baseline: dict[str,
     preset = CommandPreset.from_config(ctx.config.data["agent"])
     backend = sandbox_backend(ctx)
     sandboxed = backend.name != "none"
-    run_dir = _make_run_dir(sandboxed)
+    run_dir = _make_run_dir(ctx)
     try:
         # Per-run paths (the task copy, the run's HOME and prompt file) read the same in every run.
         per_run = (str(workspace), str(workspace.resolve()), str(backend.inside_path(workspace)),
@@ -99,7 +99,7 @@ def run_command_agent(ctx: Any, task: Task, workspace: Path, baseline: dict[str,
         finally:
             gateway.stop()
     finally:
-        shutil.rmtree(run_dir, ignore_errors=True)
+        _remove_run_dir(run_dir, record)
     _finish(ctx, task, preset, backend, workspace, baseline, record, gateway, status, calls)
     overridden = getattr(getattr(upstream, "inner", None), "overridden", None) or \
         getattr(getattr(getattr(upstream, "inner", None), "inner", None), "overridden", None)
@@ -140,19 +140,33 @@ class FirstCallClock:
         await self.inner.aclose()
 
 
-def _make_run_dir(sandboxed: bool) -> Path:
-    """A fresh directory for the run's HOME, prompt file and gateway socket.
+def _make_run_dir(ctx: Any) -> Path:
+    """A fresh directory ``agent-*`` for the run's HOME, prompt file and gateway socket.
 
-    Sandboxed, it sits under the lab's temp root (mode 0711, reachable by the
-    sandbox's host user) and is shown inside at ``/run/lab``.
+    It sits in the lab process's run root (``<tmp>/lab-runs-<uid>/<pid>-<random>``,
+    :class:`lab.sandbox.reaper.RunRoot`, mode 0711: reachable by the sandbox's
+    host user, shown inside at ``/run/lab``), beside the task copies, so a lab
+    killed with SIGKILL leaves it only until the next command's reaper
+    removes the whole run root. Without a run root (a bare context), the
+    system temp dir.
     """
-    if not sandboxed:
-        return Path(tempfile.mkdtemp(prefix="lab-agent-"))
-    from lab.sandbox.reaper import runs_dir
-
-    path = Path(tempfile.mkdtemp(prefix="agent-", dir=runs_dir()))
+    in_force = getattr(ctx, "sandbox_in_force", None)
+    parent = in_force().run_root if in_force is not None else None
+    path = Path(tempfile.mkdtemp(prefix="agent-", dir=parent))
     os.chmod(path, 0o711)
     return path
+
+
+def _remove_run_dir(run_dir: Path, record: dict[str, Any]) -> None:
+    """Remove the run's ``agent-*`` directory (any depth, links never followed); a failure is a
+    warning on the record (the run root's removal or the next reaper tries again), never the run's end."""
+    from lab.sandbox.walk import remove_tree
+
+    try:
+        remove_tree(run_dir)
+    except OSError as exc:
+        record.setdefault("warnings", []).append(
+            f"cannot remove the agent's directory {exc.filename or run_dir}: {exc.strerror or exc}")
 
 
 def _on_halt(holder: dict[str, Any], halt: Any) -> None:
@@ -324,7 +338,7 @@ def _finish(ctx: Any, task: Task, preset: CommandPreset, backend: Any, workspace
     if error is not None:  # an outage or a setup error says nothing about the agent: not a result
         record.update(status="error", error=error, stopReason="error")
         return
-    _set_aside(workspace, preset.ignore)
+    _set_aside(workspace, preset.ignore, record)
     # As for the built-in agent: command verifiers in the eval's sandbox, over its base environment.
     results = run_verifiers(list(task.verifiers), workspace=workspace, baseline=baseline, events=[],
                             env={}, cancel=ctx.cancel, sandbox=backend)
@@ -360,11 +374,11 @@ def _divergence(halt: Any, matcher: Any) -> dict[str, Any] | None:
             "actual": getattr(miss, "actual", None)}
 
 
-def _set_aside(workspace: Path, ignore: tuple[str, ...]) -> None:
-    """Remove the preset's ignored files from the task copy before tree-diff verifiers look."""
-    for pattern in ignore:
-        for path in workspace.glob(pattern):
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
+def _set_aside(workspace: Path, ignore: tuple[str, ...], record: dict[str, Any]) -> None:
+    """Remove the preset's ignored files from the task copy before the verifiers look, never through
+    a link the agent planted (:func:`lab.agents.ignore.set_aside`); what could not be done is a warning."""
+    from lab.agents.ignore import set_aside
+
+    warnings = set_aside(workspace, ignore)
+    if warnings:
+        record.setdefault("warnings", []).extend(warnings)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import io
-import shutil
 import tarfile
 import tempfile
 import threading
@@ -86,15 +85,30 @@ def pack_tree(root: Path, *, skip_top: frozenset[str] = frozenset()) -> bytes:
     Caches (``__pycache__``, ``.git``, ``.pytest_cache``, ``*.pyc``) and the
     top-level names in ``skip_top`` are left out.
     """
+    from lab.sandbox.walk import DIR, FIXTURE_BOUNDS, LINK, walk
+
     skip = {"__pycache__", ".git", ".pytest_cache", ".DS_Store"}
     buffer = io.BytesIO()
+    # lab.sandbox.walk: iterative (any depth), never into a linked directory, bounded.
+    entries = sorted(walk(root, skip=skip.__contains__, bounds=FIXTURE_BOUNDS), key=lambda e: Path(e.rel).parts)
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path in sorted(root.rglob("*")):
-            rel = path.relative_to(root)
-            if skip & set(rel.parts) or rel.parts[0] in skip_top or path.suffix == ".pyc" or path.is_dir():
+        for entry in entries:
+            rel = Path(entry.rel)
+            linked_dir = entry.kind == LINK and (root / rel).is_dir()  # left out, as directories are
+            if rel.parts[0] in skip_top or rel.suffix == ".pyc" or entry.kind == DIR or linked_dir:
                 continue
-            tar.add(path, arcname=f"{root.name}/{rel.as_posix()}", recursive=False)
+            tar.add(entry.path, arcname=f"{root.name}/{entry.rel}", recursive=False)
     return buffer.getvalue()
+
+
+def _remove_quietly(path: Path) -> None:
+    """Remove an unpacked copy at exit (iteratively, any depth); what cannot be removed stays in the temp dir."""
+    from lab.sandbox.walk import remove_tree
+
+    try:
+        remove_tree(path)
+    except OSError:
+        pass
 
 
 def _materialised(digest: str, ref: Any) -> Path:
@@ -104,7 +118,7 @@ def _materialised(digest: str, ref: Any) -> Path:
     with _LOCK:
         if digest not in _DIRS:
             where = Path(tempfile.mkdtemp(prefix=f"lab-{digest[:12]}-"))
-            atexit.register(shutil.rmtree, where, True)
+            atexit.register(_remove_quietly, where)
             with tarfile.open(fileobj=io.BytesIO(ray.get(ref)), mode="r") as tar:
                 tar.extractall(where, filter="data")
             _DIRS[digest] = where

@@ -82,7 +82,7 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
         record["wallMs"] = int((time.monotonic() - t0) * 1000)
         record["finishedAt"] = utc_now()
         if workspace is not None:
-            _dispose(ctx, spec, workspace, record)
+            _dispose_or_error(ctx, spec, workspace, record)
     from lab.execute.fieldcap import cap_fields
 
     return dict(cap_fields(redact_record(ctx, record)))  # redact first: a cut must not split a key
@@ -254,6 +254,30 @@ def _dispose(ctx: EvalContext, spec: RunSpec, workspace: Path, record: dict[str,
         record["workspace"] = str(kept)
     else:
         remove_workspace(workspace)
+
+
+def _dispose_or_error(ctx: EvalContext, spec: RunSpec, workspace: Path, record: dict[str, Any]) -> None:
+    """Remove (or keep) the task copy; a failure makes this one run an infrastructure error.
+
+    A copy that cannot be removed (a verifier made a file immutable, a busy
+    mount) says nothing about the agent: the run becomes ``status: error``
+    (kind ``workspace``, the message naming the path that stayed, the verdict
+    it had kept under ``error.verdict``) and the eval goes on. The run's
+    processes were released before (every command ends with its process
+    group); the copy stays in the run root for the lab's exit or the next
+    command's reaper (:mod:`lab.sandbox.reaper`), which report it.
+    """
+    try:
+        _dispose(ctx, spec, workspace, record)
+    except (LabError, OSError) as exc:
+        message = str(exc) if isinstance(exc, LabError) else \
+            f"cannot dispose of the task copy {str(workspace)!r}: {exc.strerror or exc} ({exc.filename})"
+        error: dict[str, Any] = {"kind": "workspace", "message": message}
+        if record.get("status") != "error":
+            error["verdict"] = record.get("status")
+        elif record.get("error"):
+            error["message"] = f"{message}; before that: {record['error'].get('message')}"
+        record.update(status="error", error=error)
 
 
 def _error_kind(exc: LabError) -> str:

@@ -8,6 +8,9 @@ returns one ``VerifierResult`` each:
 - ``error``: the check could not run (path outside the workspace, command does
   not start, events missing, invalid spec). An error is neither pass nor fail.
 
+A copy past the bounds the lab reads it within (:mod:`lab.sandbox.walk`) makes
+a file or tree check ``fail`` with the bound as reason: the agent's failure.
+
 Kinds: ``command``, ``file-equals``, ``file-contains``, ``file-absent``,
 ``tree-diff-within``, ``tool-sequence``.
 """
@@ -28,6 +31,7 @@ from lab.sandbox.base import SandboxBackend, command_limits, start_failure
 from lab.sandbox.confined import inspect_confined
 from lab.sandbox.none import NoneBackend
 from lab.sandbox.process import run_launch
+from lab.sandbox.walk import TreeBoundError
 from lab.sandbox.workspace import Snapshot, diff_snapshots, snapshot
 
 VerifierStatus = Literal["pass", "fail", "error"]
@@ -152,7 +156,7 @@ def _read_file(spec: Mapping[str, Any], ctx: _Context) -> tuple[str, bytes | Non
 
 
 def _what(ctx: _Context, rel: str) -> str:
-    return inspect_confined(ctx.workspace, rel).describe()
+    return inspect_confined(ctx.workspace, rel, read=False).describe()
 
 
 def _check_file_equals(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
@@ -181,7 +185,7 @@ def _check_file_absent(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
     rel = _field(spec, "path", str)
     # Anything at the name counts as present, a dangling link included; a
     # directory on the way that became a link is the agent's doing too.
-    found = inspect_confined(ctx.workspace, rel)
+    found = inspect_confined(ctx.workspace, rel, read=False)
     if found.kind != "absent":
         return "fail", f"{rel} exists ({found.describe()})", {}
     return "pass", f"{rel} is absent", {}
@@ -346,6 +350,8 @@ def _run_one(spec: Mapping[str, Any], index: int, ctx: _Context) -> VerifierResu
         return result("error", f"invalid verifier: {exc}")
     except ToolError as exc:  # path outside the workspace, or unresolvable
         return result("error", str(exc))
+    except TreeBoundError as exc:  # the agent left a tree or file past the lab's bounds: its failure
+        return result("fail", one_line(str(exc), 200), {"bound": True})
     except (OSError, LabError) as exc:  # unreadable file, snapshot failed
         return result("error", one_line(f"{type(exc).__name__}: {exc}", 200))
     except Exception as exc:  # noqa: BLE001 - one broken verifier must not stop the others

@@ -26,6 +26,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 from lab.errors import ToolError
+from lab.sandbox.walk import MAX_FILE_BYTES, TreeBoundError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -138,11 +139,20 @@ class Found:
                 "linked-parent": "under a directory that is a symbolic link"}[self.kind]
 
 
-def inspect_confined(root: str | os.PathLike[str], rel: str) -> Found:
+def inspect_confined(root: str | os.PathLike[str], rel: str, *, read: bool = True,
+                     max_bytes: int = MAX_FILE_BYTES) -> Found:
     """Look at ``root/rel`` without following any link, and read it when it is a regular file.
+
+    Args:
+        root: the task copy.
+        rel: the verifier's relative path.
+        read: read a regular file's bytes into ``data`` (False: only its kind).
+        max_bytes: the largest file read; a larger one is never read.
 
     Raises:
         ToolError: ``rel`` is empty or contains ``..`` (a suite error, checked at load).
+        TreeBoundError: the file is larger than ``max_bytes`` (the agent's doing:
+            a verifier fails with this reason).
         OSError: the file exists but cannot be read.
     """
     parts = _parts(rel)
@@ -161,9 +171,17 @@ def inspect_confined(root: str | os.PathLike[str], rel: str) -> Found:
             return Found("directory")
         if not stat.S_ISREG(info.st_mode):
             return Found("special")
+        if not read:
+            return Found("file")
         fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
         with os.fdopen(fd, "rb") as handle:
-            return Found("file", handle.read())
+            size = os.fstat(handle.fileno()).st_size
+            # Never more than the bound: refused by its size unread, and read no further if it grew.
+            data = handle.read(max_bytes + 1) if size <= max_bytes else b""
+            if size > max_bytes or len(data) > max_bytes:
+                raise TreeBoundError(f"{rel} is {max(size, len(data))} bytes, more than the "
+                                     f"{max_bytes >> 20} MiB the lab reads of one file")
+            return Found("file", data)
 
 
 def _lexists_any(root: str, parts: list[str]) -> bool:

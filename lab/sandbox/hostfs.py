@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from lab.sandbox.base import SandboxError
+from lab.sandbox.walk import FIXTURE_BOUNDS, walk
 
 SANDBOX_UID = 1000
 """The uid (and gid) commands run as inside the sandbox."""
@@ -198,10 +199,13 @@ def chown_tree(path: Path, uid: int, gid: int) -> None:
 
     Symlinks are changed themselves, never followed, so a link planted in
     the task copy cannot redirect the change to a host file.
+
+    Raises:
+        OSError: an entry could not be changed.
+        TreeBoundError: the tree passes :data:`lab.sandbox.walk.FIXTURE_BOUNDS`.
     """
     os.lchown(path, uid, gid)
     if path.is_symlink() or not path.is_dir():
         return
-    for top, dirs, files in os.walk(path, followlinks=False):
-        for name in dirs + files:
-            os.lchown(os.path.join(top, name), uid, gid)
+    for entry in walk(path, bounds=FIXTURE_BOUNDS):  # iterative: any depth
+        os.lchown(entry.path, uid, gid)

@@ -15,7 +15,11 @@ pids alone:
 ``reap_stale`` kills the processes whose working directory or root is inside
 a stale directory (commands of the ``none`` backend that outlived their lab;
 bwrap sandboxes die with the lab through ``--die-with-parent``), waits for
-them, removes the directory and returns one line for the console.
+them, removes the directory and returns one line for the console. The
+removal is :func:`lab.sandbox.walk.remove_tree` (iterative, any depth, links
+never followed); a directory it cannot remove (an immutable file) is reported
+once, noted in ``.unremovable``, and tried again silently at later starts:
+it never stops a command.
 """
 
 from __future__ import annotations
@@ -25,19 +29,21 @@ import os
 import re
 import secrets
 import select
-import shutil
 import signal
 import stat
-import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from lab.files import write_atomic
 from lab.sandbox.base import SandboxError
+from lab.sandbox.walk import remove_tree
 
 LOCK_NAME = ".lock"
+UNREMOVABLE_NAME = ".unremovable"
+"""In ``lab-runs-<uid>``: the names of stale run roots that could not be removed, one a line
+(each is reported once, then tried again silently at every start)."""
 _NAME = re.compile(r"^(\d+)-[0-9a-f]{8,}$")
 _KILL_WAIT_S = 5.0
 """Upper bound on waiting for a killed process to exit (pidfd, no polling)."""
@@ -112,7 +118,7 @@ class RunRoot:
         if self._lock_fd is None:
             return
         try:
-            _rmtree(str(self.path))
+            remove_tree(self.path)
         except OSError:
             pass  # left for the next start's reap_stale
         os.close(self._lock_fd)
@@ -151,23 +157,6 @@ class Reaped:
         if self.failed:
             text += f"; could not remove {'; '.join(self.failed)}"
         return text
-
-
-def _rmtree(path: str) -> None:
-    """``shutil.rmtree`` that also removes what a command made read-only."""
-    def grant_and_retry(func: Callable[[str], object], failed: str, _exc: object) -> None:
-        for target in (os.path.dirname(failed), failed):
-            if not os.path.islink(target):
-                try:
-                    os.chmod(target, 0o700)
-                except OSError:
-                    pass
-        func(failed)
-
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=grant_and_retry)
-    else:
-        shutil.rmtree(path, onerror=grant_and_retry)
 
 
 def _alive(pid: int) -> bool:
@@ -260,11 +249,38 @@ def reap_stale(base: Path | None = None) -> Reaped:
     if not stale:
         return Reaped(dirs=[], killed=[], failed=[])
     killed = _kill_and_wait(_processes_in(stale))
-    removed, failed = [], []
+    reported = _reported(parent)
+    removed, failed, still = [], [], set()
     for path in stale:
         try:
-            _rmtree(path)
+            remove_tree(path)
             removed.append(path)
         except OSError as exc:
-            failed.append(f"{path} ({exc.strerror or exc})")
+            name = os.path.basename(path)
+            still.add(name)
+            if name not in reported:
+                where = f" at {exc.filename}" if exc.filename and exc.filename != path else ""
+                failed.append(f"{path} ({exc.strerror or exc}{where}; remove it by hand)")
+    if still != reported:
+        _note_reported(parent, still)
     return Reaped(dirs=removed, killed=killed, failed=failed)
+
+
+def _reported(parent: Path) -> set[str]:
+    """Names of run roots already reported as unremovable (an unreadable list: none)."""
+    try:
+        text = (parent / UNREMOVABLE_NAME).read_text("utf-8", errors="replace")
+    except OSError:
+        return set()
+    return {line for line in text.splitlines() if _NAME.match(line)}
+
+
+def _note_reported(parent: Path, names: set[str]) -> None:
+    """Keep ``names`` as the reported list (what no longer fails drops out)."""
+    try:
+        if names:
+            write_atomic(parent / UNREMOVABLE_NAME, "".join(f"{n}\n" for n in sorted(names)).encode())
+        else:
+            (parent / UNREMOVABLE_NAME).unlink(missing_ok=True)
+    except OSError:
+        pass  # then it is reported again next time: better than not at all

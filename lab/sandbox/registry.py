@@ -19,6 +19,7 @@ from pathlib import Path
 from lab.sandbox.base import SandboxBackend, SandboxError, spawn_args
 from lab.sandbox.bwrap import INSTALL_HINT, BwrapBackend
 from lab.sandbox.none import NoneBackend
+from lab.sandbox.walk import remove_tree
 
 BackendFactory = Callable[[], SandboxBackend]
 """Builds a ready backend; raises ``SandboxError`` when it cannot run here."""
@@ -78,7 +79,10 @@ def probe(backend: SandboxBackend) -> str | None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"cannot run the probe: {exc}"
     finally:
-        shutil.rmtree(workspace, ignore_errors=True)
+        try:
+            remove_tree(workspace)
+        except OSError:
+            pass  # a throwaway directory in the temp dir; nothing ran in it but `true`
     if result.returncode == 0:
         return None
     lines = result.stderr.decode("utf-8", "replace").strip().splitlines()

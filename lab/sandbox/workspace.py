@@ -12,17 +12,16 @@ import hashlib
 import os
 import shutil
 import stat
-import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 from typing import Any
 
 from lab.errors import ProcessStartError, SandboxError, ToolError, WorkspaceError
 from lab.sandbox.base import Launch, SandboxBackend, command_limits
-from lab.sandbox.listing import skipped_in
+from lab.sandbox.listing import copied
 from lab.sandbox.process import minimal_env, run_launch
+from lab.sandbox.walk import DIR, FILE, LINK, MAX_TREE_BYTES, TreeBoundError, copy_tree, remove_tree, walk
 
 Snapshot = dict[str, str]
 """Posix path relative to the root → sha256 hex of the file's bytes, or
@@ -144,12 +143,12 @@ def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "la
         raise WorkspaceError(
             f"fixture {str(fixture)!r}: cannot create a temporary directory: {exc}") from exc
     try:
-        shutil.copytree(fixture, workspace, symlinks=True, dirs_exist_ok=True, ignore=skipped_in)
+        copy_tree(fixture, workspace, skip=lambda name: not copied(name))
         if sandbox is not None:
             sandbox.prepare(workspace)
         if git_init:
             _git_init(workspace, fixture, sandbox)
-    except OSError as exc:  # shutil.Error is an OSError
+    except OSError as exc:
         remove_workspace(workspace)
         raise WorkspaceError(f"fixture {str(fixture)!r}: copy failed: {exc}") from exc
     except (WorkspaceError, SandboxError):
@@ -158,35 +157,28 @@ def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "la
     return workspace
 
 
-def _sha256_file(path: str) -> str:
+def _sha256_file(path: str, budget: list[int]) -> str:
+    """sha256 of the regular file ``path`` (final link refused), charged to ``budget[0]`` bytes."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return "special"  # swapped for a FIFO or device since the listing: never read
         while chunk := handle.read(1 << 20):
+            budget[0] -= len(chunk)
+            if budget[0] < 0:
+                raise TreeBoundError(f"the task copy holds more than {MAX_TREE_BYTES >> 20} MiB of "
+                                     "file content (the most the lab hashes)")
             digest.update(chunk)
     return digest.hexdigest()
 
 
-def _scan(directory: str, prefix: str, out: Snapshot) -> None:
-    with os.scandir(directory) as entries:
-        for entry in entries:
-            if entry.name in IGNORED_NAMES:
-                continue
-            rel = prefix + entry.name
-            if entry.is_symlink():
-                out[rel] = "symlink:" + os.readlink(entry.path)
-            elif entry.is_dir(follow_symlinks=False):
-                _scan(entry.path, rel + "/", out)
-            elif entry.is_file(follow_symlinks=False):
-                out[rel] = _sha256_file(entry.path)
-            else:
-                out[rel] = "special"
-
-
 def snapshot(root: Path) -> Snapshot:
-    """Digest every file under ``root``.
+    """Digest every file under ``root``, within the bounds of :mod:`lab.sandbox.walk`.
 
     Entries named in ``IGNORED_NAMES`` are skipped at any depth; empty
     directories do not appear (files only); links are recorded, not followed.
+    The walk is iterative, so any depth is safe.
 
     Args:
         root: directory to scan.
@@ -195,11 +187,25 @@ def snapshot(root: Path) -> Snapshot:
         ``Snapshot``: posix relative path → sha256 hex / ``"symlink:<target>"``.
 
     Raises:
+        TreeBoundError: the tree has more entries, levels or path characters
+            than :class:`lab.sandbox.walk.Bounds` allow, or more than
+            ``MAX_TREE_BYTES`` of file content (the message names the bound).
         WorkspaceError: a file or directory could not be read (names it).
     """
     out: Snapshot = {}
+    budget = [MAX_TREE_BYTES]
     try:
-        _scan(os.fspath(root), "", out)
+        for entry in walk(root, skip=IGNORED_NAMES.__contains__):
+            if entry.kind == LINK:
+                out[entry.rel] = "symlink:" + os.readlink(entry.path)
+            elif entry.kind == FILE:
+                if entry.size > budget[0]:  # known from the listing: nothing is read
+                    raise TreeBoundError(f"the task copy holds more than {MAX_TREE_BYTES >> 20} MiB of "
+                                         f"file content (the most the lab hashes; {entry.rel!r} alone "
+                                         f"is {entry.size} bytes)")
+                out[entry.rel] = _sha256_file(entry.path, budget)
+            elif entry.kind != DIR:
+                out[entry.rel] = "special"
     except OSError as exc:
         raise WorkspaceError(f"cannot snapshot {str(root)!r}: {exc}") from exc
     return dict(sorted(out.items()))
@@ -218,27 +224,16 @@ def diff_snapshots(before: Snapshot, after: Snapshot) -> TreeDiff:
     )
 
 
-def _make_writable(func: Callable[..., Any], path: str, _exc: object) -> None:
-    """rmtree error handler: grant write on the entry and its parent, retry."""
-    for target in (os.path.dirname(path), path):
-        try:
-            if not os.path.islink(target):
-                mode = os.lstat(target).st_mode
-                os.chmod(target, mode | stat.S_IWUSR | stat.S_IRUSR | stat.S_IXUSR)
-        except OSError:
-            pass
-    func(path)
-
-
 def remove_workspace(path: Path) -> None:
-    """Delete a workspace, including read-only files and directories.
+    """Delete a workspace, including read-only files and directories, at any depth.
 
     A path that does not exist is fine (nothing to do); a symlink is unlinked,
-    never followed.
+    never followed. The removal is :func:`lab.sandbox.walk.remove_tree`:
+    iterative, one directory descriptor at a time, links never followed.
 
     Raises:
         WorkspaceError: the filesystem root or the home directory was given,
-            or the tree could not be removed.
+            or the tree could not be removed (names the entry that stayed).
     """
     path = Path(path)
     protected = {Path(os.path.abspath(os.sep))}
@@ -248,15 +243,11 @@ def remove_workspace(path: Path) -> None:
     if path.resolve() in protected:
         raise WorkspaceError(f"refusing to remove {str(path)!r}: not a workspace")
     try:
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.exists():
-            if sys.version_info >= (3, 12):
-                shutil.rmtree(path, onexc=_make_writable)
-            else:
-                shutil.rmtree(path, onerror=_make_writable)
+        remove_tree(path)
     except OSError as exc:
-        raise WorkspaceError(f"cannot remove workspace {str(path)!r}: {exc}") from exc
+        where = f" ({exc.filename})" if exc.filename and exc.filename != str(path) else ""
+        raise WorkspaceError(f"cannot remove workspace {str(path)!r}{where}: "
+                             f"{exc.strerror or exc}") from exc
 
 
 def _check_relative(rel: str) -> None:

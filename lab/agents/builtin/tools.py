@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from lab.errors import ConfigError, ProcessStartError, ToolError
 from lab.sandbox.base import command_limits, start_failure
 from lab.sandbox.confined import write_confined
 from lab.sandbox.process import run_launch
+from lab.sandbox.walk import FILE, MAX_FILE_BYTES, TreeBoundError, walk
 from lab.sandbox.workspace import IGNORED_NAMES, resolve_inside
 
 SEARCH_MAX_MATCHES = 200
@@ -88,16 +88,27 @@ def _require_regular(target: Path, rel: str) -> None:
         raise ToolError(f"{rel!r} is not a regular file (a FIFO, socket or device); refusing to open it")
 
 
+def _read_bounded(target: Path, rel: str) -> bytes:
+    """The bytes of ``target``, refused past ``MAX_FILE_BYTES`` (never read whole into memory)."""
+    try:
+        with target.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(MAX_FILE_BYTES + 1) if size <= MAX_FILE_BYTES else b""
+    except OSError as exc:
+        raise os_tool_error("read", rel, exc) from exc
+    if size > MAX_FILE_BYTES or len(data) > MAX_FILE_BYTES:
+        raise ToolError(f"{rel!r} is {max(size, len(data))} bytes, more than the {MAX_FILE_BYTES >> 20} MiB "
+                        "the lab reads of one file; use run_command (head, grep) to look at it")
+    return data
+
+
 def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     rel = args["path"]
     target = resolve_inside(ctx.workspace, rel)
     if target.is_dir():
         raise ToolError(f"{rel!r} is a directory; use list_dir")
     _require_regular(target, rel)
-    try:
-        data = target.read_bytes()
-    except OSError as exc:
-        raise os_tool_error("read", rel, exc) from exc
+    data = _read_bounded(target, rel)
     lines = _lines(data.decode("utf-8", errors="replace"))
     head = f"path: {display_path(ctx, target)}\nsha256: {sha256_hex(data)}\nlines: {len(lines)}\n\n"
     if b"\x00" in data[:8192]:
@@ -165,10 +176,7 @@ def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     target = resolve_inside(ctx.workspace, rel)
     if not target.is_file():
         raise ToolError(f"no such file {rel!r}; use write_file to create a file")
-    try:
-        data = target.read_bytes()
-    except OSError as exc:
-        raise os_tool_error("read", rel, exc) from exc
+    data = _read_bounded(target, rel)
     if args["sha256"].strip().lower() != sha256_hex(data):
         raise ToolError("stale sha256: file changed since you read it; read it again")
     try:
@@ -193,11 +201,15 @@ def _search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise ToolError(f"invalid regex {args['pattern']!r}: {exc}") from exc
     base = resolve_inside(ctx.workspace, args.get("path", "."))
     hits: list[str] = []
-    for path in _text_files(base):
+    files, stopped = _text_files(base)
+    for path in files:
         try:
-            data = path.read_bytes()
+            with path.open("rb") as handle:  # it may have grown since the listing: read no more than the cap
+                data = handle.read(SEARCH_MAX_FILE_BYTES + 1)
         except OSError:
             continue  # unreadable files are skipped like binary ones
+        if len(data) > SEARCH_MAX_FILE_BYTES:
+            continue
         if b"\x00" in data[:8192]:
             continue
         shown = display_path(ctx, path)
@@ -209,31 +221,35 @@ def _search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
                     break
         if len(hits) > SEARCH_MAX_MATCHES:
             break
+    note = f"\n[search stopped early: {stopped}; narrow the path]" if stopped else ""
     if not hits:
-        return ToolResult(f"no matches for {args['pattern']!r} in {display_path(ctx, base)}")
-    text = "\n".join(hits[:SEARCH_MAX_MATCHES])
+        return ToolResult(f"no matches for {args['pattern']!r} in {display_path(ctx, base)}{note}")
+    text = "\n".join(hits[:SEARCH_MAX_MATCHES]) + note
     if len(hits) > SEARCH_MAX_MATCHES:
         text += (f"\n[truncated: stopped after {SEARCH_MAX_MATCHES} matches; "
                  "narrow the pattern or the path]")
     return ToolResult(bound_text(text, ctx.output_chars, "narrow the pattern or the path"))
 
 
-def _text_files(base: Path) -> list[Path]:
-    """Regular files under ``base`` in sorted order; links and SEARCH_SKIP dirs skipped."""
+def _text_files(base: Path) -> tuple[list[Path], str]:
+    """Regular files under ``base`` in sorted order (links and SEARCH_SKIP dirs skipped), and why
+    the listing stopped early ("" when it did not).
+
+    The walk is :func:`lab.sandbox.walk.walk`: iterative, never through a link,
+    within its bounds (a tree past them is searched as far as the bound).
+    """
     if base.is_file():
-        return [base]
+        return [base], ""
     found: list[Path] = []
-    for root, dirs, files in os.walk(base):  # does not follow directory links
-        dirs[:] = sorted(d for d in dirs if d not in SEARCH_SKIP)
-        for name in sorted(files):
-            path = Path(root) / name
-            try:
-                info = path.lstat()
-            except OSError:
-                continue  # vanished while walking
-            if stat.S_ISREG(info.st_mode) and info.st_size <= SEARCH_MAX_FILE_BYTES:
-                found.append(path)
-    return found
+    try:
+        for entry in walk(base, skip=SEARCH_SKIP.__contains__):
+            if entry.kind == FILE and entry.size <= SEARCH_MAX_FILE_BYTES:
+                found.append(Path(entry.path))
+    except TreeBoundError as exc:
+        return found, str(exc)
+    except OSError as exc:  # a directory vanished or cannot be listed
+        return found, f"cannot list {exc.filename}: {exc.strerror or exc}"
+    return found, ""
 
 
 def _run_command(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
