@@ -19,12 +19,12 @@ import functools
 import gc
 import json
 import os
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lab import patterns
 from lab.errors import SuiteError
 from lab.suites.paths import IGNORED_NAMES, fixture_problem, link_problems, suite_digest, unsafe_path
 from lab.suites.scripts import script_problems
@@ -271,8 +271,8 @@ def _task_problems(task: dict[str, Any], fixture_check: FixtureCheck) -> list[Pr
         pattern = rule.get("pattern") if isinstance(rule, dict) else None
         if isinstance(pattern, str):
             try:
-                re.compile(pattern)
-            except (re.error, RecursionError, OverflowError, ValueError) as exc:
+                patterns.compile_pattern(pattern)
+            except ValueError as exc:
                 problems.append((["replayNormalize", j, "pattern"], f"invalid regular expression: {exc}"))
     return problems
 
@@ -299,8 +299,8 @@ def _verifier_problems(verifier: dict[str, Any]) -> list[Problem]:
     pattern = verifier.get("pattern")
     if verifier.get("kind") == "answer-matches" and isinstance(pattern, str) and pattern:
         try:
-            re.compile(pattern)
-        except (re.error, RecursionError, OverflowError, ValueError) as exc:
+            patterns.compile_pattern(pattern)
+        except ValueError as exc:
             problems.append((["pattern"], f"invalid regular expression: {exc}"))
     if verifier.get("kind") == "tool-sequence":
         for key in ("first", "then", "tool"):
