@@ -34,6 +34,7 @@ from httpx_sse import EventSource, SSEError
 from lab.gateway.errors import UpstreamError
 from lab.gateway.exchange import SseEvent, UpstreamReply, body_exchange, is_terminal, reply_from_exchange, sse_exchange
 from lab.providers.base import Exchange
+from lab.providers.deadline import call_deadline, guard_async_transport
 from lab.providers.faults import retry_after_s
 from lab.providers.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
 from lab.replay.matching import Matcher
@@ -133,15 +134,18 @@ class LiveUpstream:
         url = f"{self.base_url.rstrip('/')}/{request.endpoint}"
         outgoing = client.build_request("POST", url, content=content, headers=headers)
         try:
-            try:
-                response = await client.send(outgoing, stream=True)
-            except httpx.RemoteProtocolError:
-                # A pooled keep-alive connection the provider closed while the agent worked (say,
-                # a long tool command) ends with not one byte of answer: sent once more at once,
-                # on a new connection, as the lab's own provider client does.
-                response = await client.send(outgoing, stream=True)
+            # The status line and headers arrive within timeout_s in all (lab.providers.deadline):
+            # a provider trickling its headers or repeating "100 Continue" cannot hold the call.
+            with call_deadline(self.timeout_s):
+                try:
+                    response = await client.send(outgoing, stream=True)
+                except httpx.RemoteProtocolError:
+                    # A pooled keep-alive connection the provider closed while the agent worked (say,
+                    # a long tool command) ends with not one byte of answer: sent once more at once,
+                    # on a new connection, as the lab's own provider client does.
+                    response = await client.send(outgoing, stream=True)
         except httpx.TimeoutException:
-            raise UpstreamError(f"upstream {self._where()}: timed out after {self.timeout_s} s",
+            raise UpstreamError(f"upstream {self._where()}: no status line and headers within {self.timeout_s} s",
                                 cause="timeout") from None
         except httpx.HTTPError as exc:
             raise UpstreamError(f"upstream {self._where()}: {type(exc).__name__}: {self._scrub(str(exc))}",
@@ -201,8 +205,8 @@ class LiveUpstream:
         if self._client is None:
             # TCP_NODELAY: httpcore writes headers and body separately; with Nagle's algorithm the
             # body waits for the server's delayed ACK (~40 ms per call on Linux loopback).
-            transport = self.transport or httpx.AsyncHTTPTransport(
-                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+            transport = self.transport or guard_async_transport(httpx.AsyncHTTPTransport(
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]))
             self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s), trust_env=False,
                                              proxy=self.proxy, transport=transport, follow_redirects=False)
         return self._client

@@ -37,8 +37,9 @@ Timeouts are not retried: a timeout has already spent the call's budget.
 
 Deadline: ``timeout_s`` (or the run's remaining wall budget, if smaller) is
 the whole call's limit, retries and streaming included, whatever the server
-sends: keep-alive comments and a body trickling in byte by byte end at the
-deadline (:mod:`lab.providers.transfer`).
+sends: response headers trickling in, ``100 Continue`` repeated
+(:mod:`lab.providers.deadline`), keep-alive comments and a body trickling in
+byte by byte (:mod:`lab.providers.transfer`) end at the deadline.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from lab.errors import (
 from lab.providers.answer import in_band_fault
 from lab.providers.base import Exchange, Purpose
 from lab.providers.client import client_options, shared_client
+from lab.providers.deadline import call_deadline
 from lab.providers.faults import (
     ServerError,
     backoff_s,
@@ -226,7 +228,8 @@ class OpenAICompatProvider:
         client = self._client
         request = client.build_request("POST", self.url, json=body, headers=headers,
                                        timeout=httpx.Timeout(remaining_s))
-        response = self._open(client, request, remaining_s)
+        with call_deadline(remaining_s):  # status line and headers too: a trickle or 100-Continue loop ends
+            response = self._open(client, request, remaining_s)
         try:
             with deadline_guard(response, deadline - self._clock()) as fired, \
                     self._translated(remaining_s, fired):
@@ -248,7 +251,7 @@ class OpenAICompatProvider:
         connection, before that counts as a fault (an attempt of ``max_retries``). A reset
         or a refused connection is a fault at once.
         """
-        with self._translated(remaining_s, threading.Event()):
+        with self._translated(remaining_s, threading.Event(), "no status line and headers"):
             try:
                 try:
                     return client.send(request, stream=True)
@@ -259,13 +262,13 @@ class OpenAICompatProvider:
                 raise _Retryable("connect", None, None, "cannot connect", detail, original=exc) from exc
 
     @contextmanager
-    def _translated(self, timeout_s: float, fired: threading.Event) -> Iterator[None]:
+    def _translated(self, timeout_s: float, fired: threading.Event, missing: str = "no answer") -> Iterator[None]:
         """Map httpx / httpx-sse exceptions to the lab's tree (``from`` the original)."""
         try:
             yield
         except httpx.TimeoutException as exc:
             raise ProviderTimeout(
-                f"{self.url}: no answer within {timeout_s:.2f} s ({type(exc).__name__})") from exc
+                f"{self.url}: {missing} within {timeout_s:.2f} s ({type(exc).__name__})") from exc
         except httpx.DecodingError as exc:
             raise ProviderResponseInvalid(f"{self.url}: cannot decode the body: {exc}") from exc
         except httpx.TransportError as exc:
