@@ -35,8 +35,10 @@ from lab.gateway.errors import UpstreamError
 from lab.gateway.exchange import SseEvent, UpstreamReply, body_exchange, is_terminal, reply_from_exchange, sse_exchange
 from lab.providers.base import Exchange
 from lab.providers.deadline import call_deadline, guard_async_transport
+from lab.providers.decoding import ACCEPT_ENCODING
 from lab.providers.faults import retry_after_s
 from lab.providers.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
+from lab.providers.transfer import acapped
 from lab.replay.matching import Matcher
 from lab.replay.normalise import Api, RequestNormaliser, fingerprint
 
@@ -128,7 +130,8 @@ class LiveUpstream:
             self.overridden[str(asked)] = self.overridden.get(str(asked), 0) + 1
             content = json.dumps({**request.body, "model": self.model}, ensure_ascii=False).encode("utf-8")
         headers = {**self.extra_headers, "Content-Type": "application/json",
-                   "Accept": "text/event-stream" if request.stream else "application/json"}
+                   "Accept": "text/event-stream" if request.stream else "application/json",
+                   "Accept-Encoding": ACCEPT_ENCODING}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         url = f"{self.base_url.rstrip('/')}/{request.endpoint}"
@@ -152,18 +155,20 @@ class LiveUpstream:
                                 cause="connect") from None
         content_type = response.headers.get("content-type", "application/json")
         wait = retry_after_s(response.headers)
+        try:
+            # The same cap and bounded decoding as the built-in provider (lab.providers.transfer):
+            # an oversized answer or a compression bomb stops at max_response_bytes, never kept whole.
+            decoded = acapped(response, self.max_response_bytes,
+                              lambda size: UpstreamError(self._too_large(size), cause="response_too_large"))
+        except httpx.DecodingError as exc:
+            await response.aclose()
+            raise UpstreamError(f"upstream {self._where()}: cannot decode the body: {exc}",
+                                cause="invalid_response") from None
         if response.is_success and content_type.partition(";")[0].strip() == "text/event-stream":
-            return UpstreamReply(response.status_code, "text/event-stream", events=self._events(response),
+            return UpstreamReply(response.status_code, "text/event-stream", events=self._events(response, decoded),
                                  retry_after_s=wait)
         try:
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > self.max_response_bytes:
-                    raise UpstreamError(self._too_large(size), cause="response_too_large")
-                chunks.append(chunk)
-            body = b"".join(chunks)
+            body = b"".join([chunk async for chunk in decoded.aiter_bytes()])
         except httpx.DecodingError as exc:
             raise UpstreamError(f"upstream {self._where()}: cannot decode the body: {exc}",
                                 cause="invalid_response") from None
@@ -178,8 +183,8 @@ class LiveUpstream:
         return (f"upstream {self._where()}: the answer passed provider.max_response_bytes "
                 f"({self.max_response_bytes} bytes; {size} received, not kept)")
 
-    async def _events(self, response: httpx.Response) -> AsyncGenerator[SseEvent, None]:
-        source = EventSource(response).aiter_sse()
+    async def _events(self, response: httpx.Response, decoded: httpx.Response) -> AsyncGenerator[SseEvent, None]:
+        source = EventSource(decoded).aiter_sse()
         size = 0
         try:
             async for sse in source:
@@ -188,6 +193,9 @@ class LiveUpstream:
                     raise UpstreamError(self._too_large(size), cause="response_too_large")
                 name = sse.event if sse.event and sse.event != "message" else None
                 yield SseEvent(self._scrub(sse.data), name)
+        except httpx.DecodingError as exc:
+            raise UpstreamError(f"upstream {self._where()}: cannot decode the stream: {exc}",
+                                cause="invalid_response") from None
         except (httpx.HTTPError, SSEError) as exc:
             raise UpstreamError(f"upstream {self._where()}: stream broke off: {type(exc).__name__}",
                                 cause="stream") from None

@@ -66,6 +66,7 @@ from lab.providers.answer import in_band_fault
 from lab.providers.base import Exchange, Purpose
 from lab.providers.client import client_options, shared_client
 from lab.providers.deadline import call_deadline
+from lab.providers.decoding import ACCEPT_ENCODING
 from lab.providers.faults import (
     ServerError,
     backoff_s,
@@ -222,7 +223,7 @@ class OpenAICompatProvider:
         remaining_s = deadline - self._clock()
         if remaining_s <= 0:
             raise ProviderTimeout(f"{self.url}: the wall budget was spent before the call")
-        headers = {**self.headers, "Authorization": f"Bearer {api_key}"}
+        headers = {**self.headers, "Authorization": f"Bearer {api_key}", "Accept-Encoding": ACCEPT_ENCODING}
         if self.stream:
             headers.update({"Accept": "text/event-stream", "Cache-Control": "no-store"})
         client = self._client
