@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from lab.files import loads_json
+
 Cause = Literal["rate_limited", "server", "bad_request"]
 
 MESSAGE_CHARS = 300
@@ -135,7 +137,7 @@ def error_from_object(obj: Any) -> ServerError | None:
 def error_from_body(text: str) -> ServerError:
     """The server's error from an HTTP error body: its error object, else the body itself."""
     try:
-        found = error_from_object(json.loads(text))
+        found = error_from_object(loads_json(text))
     except ValueError:
         found = None
     if found is not None:
@@ -151,7 +153,7 @@ def in_band_error(exchange: dict[str, Any]) -> ServerError | None:
         if not isinstance(data, str) or '"error"' not in data:
             continue
         try:
-            found = error_from_object(json.loads(data))
+            found = error_from_object(loads_json(data))
         except ValueError:
             continue  # not JSON: the parser names it
         if found is not None:

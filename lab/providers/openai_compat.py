@@ -62,6 +62,7 @@ from lab.errors import (
     ProviderResponseInvalid,
     ProviderTimeout,
 )
+from lab.files import loads_json
 from lab.providers.answer import in_band_fault
 from lab.providers.base import Exchange, Purpose
 from lab.providers.client import client_options, shared_client
@@ -324,7 +325,7 @@ class OpenAICompatProvider:
         self._check_status(response)
         content_type = response.headers.get("content-type", "")
         try:
-            body = response.json()
+            body = loads_json(response.content)  # nesting too deep to parse is not JSON either
         except ValueError as exc:
             raise ProviderResponseInvalid(
                 f"{self.url}: HTTP {response.status_code} ({content_type or 'no content type'}): "

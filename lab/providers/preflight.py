@@ -80,10 +80,10 @@ def unlisted_model_message(model: str, listed: list[str], url: str) -> str:
 def listed_models(body: bytes) -> list[str] | None:
     """The model ids of an OpenAI ``/models`` answer (``{"data": [{"id": …}]}``), in its order;
     None when ``body`` is not such a list or lists none."""
-    import json
+    from lab.files import loads_json
 
     try:
-        doc = json.loads(body)
+        doc = loads_json(body)
     except (ValueError, UnicodeDecodeError):
         return None
     data = doc.get("data") if isinstance(doc, dict) else None

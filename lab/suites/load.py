@@ -26,6 +26,7 @@ from typing import Any
 
 from lab import patterns
 from lab.errors import SuiteError
+from lab.files import loads_json
 from lab.suites.paths import IGNORED_NAMES, fixture_problem, link_problems, suite_digest, unsafe_path
 from lab.suites.scripts import script_problems
 from lab.suites.text import decode_text, excerpt, may_hold_surrogates, name_in_line, read_number, surrogate_problems
@@ -156,7 +157,7 @@ def _read(file: Path, label: str) -> tuple[Any, bool]:
                               f"in the suite directory, not a link"]) from None
         raise SuiteError([f"{label}: {file}: cannot be read: {exc.strerror}"]) from None
     try:
-        doc = json.loads(decode_text(raw), parse_float=read_number, parse_constant=no_constant)
+        doc = loads_json(decode_text(raw), parse_float=read_number, parse_constant=no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise SuiteError([f"{label}: {file}: not readable JSON: {exc}"]) from None
     return doc, may_hold_surrogates(raw)
