@@ -14,8 +14,7 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -25,69 +24,10 @@ from lab.errors import ProviderTimeout
 from lab.gateway.errors import UpstreamError
 from lab.gateway.upstream import LiveUpstream, UpstreamRequest
 from lab.providers.openai_compat import OpenAICompatProvider
+from tests.helpers.raw_server import raw_server, trickle
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [], "max_tokens": 8}
-HEADERS = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
-           b"X-Padding: " + b"p" * 200 + b"\r\n\r\n{}")
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 DEADLINE_S = 0.4
-
-
-def trickle(gap_s: float, continues: int = 0, forever_continue: bool = False) -> Callable[[socket.socket,
-                                                                                            threading.Event], None]:
-    """A fault: ``continues`` 100 Continue answers (or endless ones), then the headers a byte per ``gap_s``."""
-    def serve(conn: socket.socket, stop: threading.Event) -> None:
-        for _ in range(continues):
-            conn.sendall(CONTINUE)
-        while forever_continue and not stop.wait(gap_s):
-            conn.sendall(CONTINUE)
-        for byte in HEADERS:
-            if stop.wait(gap_s):
-                return
-            conn.sendall(bytes([byte]))
-    return serve
-
-
-@contextmanager
-def raw_server(fault: Callable[[socket.socket, threading.Event], None]) -> Iterator[str]:
-    """A loopback server that reads each request's head and then runs ``fault`` on the connection."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def handle(conn: socket.socket) -> None:
-        with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                data += chunk
-            try:
-                fault(conn, stop)
-            except OSError:
-                pass  # the client gave up and closed: what the test wants
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=handle, args=(conn,), daemon=True).start()
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
-    finally:
-        stop.set()
-        try:
-            listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() (close alone does not)
-        except OSError:
-            pass
-        listener.close()
-        thread.join(timeout=5)
-        assert not thread.is_alive()
 
 
 def provider(url: str, timeout_s: float) -> OpenAICompatProvider:
