@@ -99,3 +99,17 @@ def test_any_nesting_depth_parses_or_is_a_decode_error_at_its_line(depth: int, p
         for _ in range(depth):  # the structure parsed is the one written
             value = value[0] if opener == "[" else value["k"]
         assert value == 0
+
+
+def test_a_fifo_among_the_config_presets_is_named_before_hydra_opens_it(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from lab.config.compose import compose_config
+    from lab.errors import ConfigError
+
+    (tmp_path / "agent").mkdir()
+    os.mkfifo(tmp_path / "agent" / "mine.yaml")
+    monkeypatch.setenv("LAB_CONFIG_PATH", str(tmp_path))
+    with pytest.raises(ConfigError) as caught:
+        compose_config([])
+    assert str(caught.value) == (f"config: {tmp_path / 'agent' / 'mine.yaml'}: not a regular file (a FIFO); "
+                                 "a config file must be one")
