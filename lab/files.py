@@ -172,26 +172,31 @@ def file_kind(mode: int) -> str:
 def open_regular(path: str | os.PathLike[str]) -> int:
     """A read-only descriptor of ``path``, which must be (a link to) a regular file.
 
-    Opened with ``O_NONBLOCK``, so a FIFO in the file's place cannot block the
-    open (nor a device the read), then checked with ``fstat`` before any byte
-    is read. The caller closes the descriptor.
+    Its type is checked with ``stat`` before it is opened, then opened with
+    ``O_NONBLOCK`` (a FIFO swapped in meanwhile cannot block the open) and
+    checked again with ``fstat`` before any byte is read. The caller closes
+    the descriptor.
 
     Raises:
         NotRegularFile: ``path`` is a FIFO, socket, device or directory (names it and its type).
         OSError: any other failure of open (missing file, no permission).
     """
+    _check_regular(os.stat(path).st_mode, path)  # a socket cannot even be opened (ENXIO)
     fd = os.open(path, _READ_FLAGS)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
-            raise NotRegularFile(code, f"not a regular file (a {file_kind(mode)})", os.fspath(path))
+        _check_regular(os.fstat(fd).st_mode, path)  # what was opened, should the path have changed since
         if _READ_FLAGS & os.O_NONBLOCK:
             os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _check_regular(mode: int, path: str | os.PathLike[str]) -> None:
+    if not stat.S_ISREG(mode):
+        code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+        raise NotRegularFile(code, f"not a regular file (a {file_kind(mode)})", os.fspath(path))
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:

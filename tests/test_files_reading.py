@@ -113,3 +113,34 @@ def test_a_fifo_among_the_config_presets_is_named_before_hydra_opens_it(tmp_path
         compose_config([])
     assert str(caught.value) == (f"config: {tmp_path / 'agent' / 'mine.yaml'}: not a regular file (a FIFO); "
                                  "a config file must be one")
+
+
+def _plant(path: Path, kind: str) -> str:
+    """Put a non-regular file of ``kind`` at ``path``; returns the type the error must name."""
+    import socket
+
+    if kind == "fifo":
+        os.mkfifo(path)
+        return "FIFO"
+    if kind == "socket":
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(str(path))  # the socket file stays after close
+        server.close()
+        return "socket"
+    if kind == "device-link":
+        os.symlink("/dev/zero", path)  # read whole, it would never end
+        return "character device"
+    path.mkdir()
+    return "directory"
+
+
+@settings(max_examples=12, deadline=None)
+@given(reader=st.sampled_from(sorted(READERS)), kind=st.sampled_from(["fifo", "socket", "device-link", "directory"]))
+def test_any_special_file_in_any_readers_place_is_refused_by_type(tmp_path_factory: pytest.TempPathFactory,
+                                                                  reader: str, kind: str) -> None:
+    name, read, error = READERS[reader]
+    path = tmp_path_factory.mktemp("special") / name
+    shown = _plant(path, kind)
+    with pytest.raises(error) as caught:
+        read(path)
+    assert str(path) in str(caught.value) and f"not a regular file (a {shown})" in str(caught.value)
