@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from lab import paths
+from lab.files import loads_json, read_bytes
 
 Stamp = list[Any]
 """``[kind, sha256 hex]`` (:func:`content_stamp`), or ``[size, mtime_ns, inode, ctime_ns]`` (:func:`stamp`)."""
@@ -216,7 +217,7 @@ def env_digest(value: str | None) -> str | None:
 def read_entry(file: Path, kind: str) -> dict[str, Any] | None:
     """The JSON document in ``file`` when it is an entry of ``kind`` at this schema version, else None."""
     try:
-        doc = json.loads(file.read_bytes())
+        doc = loads_json(read_bytes(file))
     except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(doc, dict) or doc.get("schemaVersion") != SCHEMA_VERSION or doc.get("kind") != kind:

@@ -20,6 +20,7 @@ from typing import Any
 import jsonschema
 
 from lab.errors import LabError, RecordVersionError
+from lab.files import loads_json, read_text
 
 REPORT_SCHEMA_VERSION = 1
 PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
@@ -113,7 +114,7 @@ def read_report(path: Path) -> dict[str, Any]:
         RecordVersionError: written by a newer lab (schemaVersion > 1).
     """
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = loads_json(read_text(path))
     except OSError as exc:
         raise ReportError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

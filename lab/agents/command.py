@@ -32,7 +32,6 @@ looked up in the agent's own ``bin`` directory first.
 from __future__ import annotations
 
 import os
-import re
 import string
 import sys
 from collections.abc import Mapping
@@ -40,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lab import patterns
 from lab.agents.ignore import ignore_problems
 from lab.errors import ConfigError
 from lab.replay.normalise import APIS, RequestNormaliser, task_rules
@@ -124,7 +124,10 @@ class CommandPreset:
         if self.claim == "never" or exit_code != 0:
             return False
         if self.claim == "stdout_pattern":
-            return re.search(self.claim_pattern or "", stdout_tail) is not None
+            try:
+                return patterns.search(patterns.compile_pattern(self.claim_pattern or ""), stdout_tail) is not None
+            except patterns.PatternTimeout:
+                return False  # a claim the lab cannot check in time is no claim
         return True
 
 
@@ -156,8 +159,8 @@ def preset_problems(agent: Mapping[str, Any]) -> list[str]:
         problems += _template_problems(f"agent.command.env.{key}", value)
     if cmd.get("claim") == "stdout_pattern":
         try:
-            re.compile(cmd.get("claim_pattern") or "")
-        except re.error as exc:
+            patterns.compile_pattern(cmd.get("claim_pattern") or "")
+        except ValueError as exc:
             problems.append(f"config: agent.command.claim_pattern: not a valid regex: {exc}")
         if not cmd.get("claim_pattern"):
             problems.append("config: agent.command.claim_pattern: claim stdout_pattern needs a pattern")

@@ -25,13 +25,13 @@ stamp): on a no-op the identity costs a few ``stat`` calls.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from pathlib import Path
 from typing import Any
 
 from lab.agents.command import CommandPreset, agent_prefix, placeholder_values, render, resolve_program
+from lab.files import loads_json, read_bytes
 
 DIST_NAME = re.compile(r"[-_.]+")
 RUN_PLACEHOLDERS = ("prompt", "prompt_file", "model", "base_url", "home")
@@ -111,7 +111,7 @@ def _npm(prefix: Path, package: str) -> tuple[list[Path], str | None]:
     """``package.json`` of ``package`` and the prefix's lock file, and the version ``package.json`` states."""
     manifest = prefix / "node_modules" / package / "package.json"
     try:
-        version = json.loads(manifest.read_bytes()).get("version")
+        version = loads_json(read_bytes(manifest)).get("version")
     except (OSError, ValueError, AttributeError):
         return [], None
     lock = prefix / "node_modules" / ".package-lock.json"

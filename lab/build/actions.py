@@ -24,6 +24,7 @@ from lab.build.records import (  # re-exported: the up-to-date checks of run rec
     records_digest,
 )
 from lab.execute.harness import machine_id  # re-exported: the machine fingerprint of run records
+from lab.files import loads_json, read_text
 
 __all__ = ["OUTCOME", "RESULT_STATUSES", "RecordCurrent", "RecordsUnchanged", "ci_gate_action", "disk_faults",
            "exit_with", "forgotten_marker", "is_result", "machine_id", "records_digest", "report_action", "report_header",
@@ -83,9 +84,8 @@ def ci_gate_action(report_dirs: list[Path], skipped: list[tuple[str, str]], prog
 
 def failure_reason(report_dir: Path) -> str:
     """One line on why an eval's exit code is not 0: divergences or errored runs, from its report."""
-    import json
 
-    summary = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))["summary"]
+    summary = loads_json(read_text(report_dir / "report.json"))["summary"]
     if summary["divergences"]:
         return f"replay divergence: {summary['divergences']} run(s) diverged from the recording"
     return f"{summary['errors']} run(s) could not be judged (infrastructure errors)"
@@ -348,7 +348,7 @@ def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
     if prep.ctx.config.data["json"]:
         import json
 
-        doc = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+        doc = loads_json(read_text(report_dir / "report.json"))
         print(json.dumps(doc, ensure_ascii=False, separators=(",", ":")), flush=True)
     else:
         if gate:

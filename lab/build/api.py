@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from lab.errors import LabError
-from lab.files import split_lines
+from lab.files import loads_json, read_text, split_lines
 from lab.report.summary import Attempt, EvalSummary
 
 OnAttempt = Callable[[Attempt], None]
@@ -53,7 +53,6 @@ def run_eval(overrides: Sequence[str] = (), *, on_attempt: OnAttempt | None = No
             missing grant, a suite error …): the message is the reason.
         KeyboardInterrupt: the eval was cancelled (no report is published).
     """
-    import json
     from pathlib import Path
 
     from lab.build.actions import OUTCOME
@@ -82,8 +81,8 @@ def run_eval(overrides: Sequence[str] = (), *, on_attempt: OnAttempt | None = No
     if report_dir is None:
         raise LabError(errors[-1] if errors else f"run_eval: no report was written (exit {code})")
     where = Path(report_dir)
-    doc = json.loads((where / "report.json").read_text(encoding="utf-8"))
-    runs = [json.loads(line) for line in split_lines((where / "runs.jsonl").read_text(encoding="utf-8")) if line]
+    doc = loads_json(read_text(where / "report.json"))
+    runs = [loads_json(line) for line in split_lines(read_text(where / "runs.jsonl")) if line]
     return summary_from_report(doc, runs, report_dir=where, exit_code=code)
 
 

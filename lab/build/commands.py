@@ -18,6 +18,7 @@ from lab.build.compare_export import task_compare, task_export
 from lab.build.graph import task_eval, task_record
 from lab.build.variants import task_variants
 from lab.errors import LabError
+from lab.files import loads_json, read_text
 
 TASK_CREATORS: dict[str, Callable[[], Iterator[dict[str, Any]]]] = {
     "task_eval": task_eval, "task_record": task_record, "task_ci": task_ci, "task_variants": task_variants,
@@ -66,11 +67,10 @@ def run_suite(overrides: Sequence[str] = ()) -> dict[str, Any]:
         LabError: the eval stopped before writing a report (bad configuration
             or suite; the message printed to stderr says which).
     """
-    import json
 
     code = run_graph("eval", list(overrides))
     report_dir = OUTCOME.get("report_dir")
     if report_dir is None:
         raise LabError(f"run_suite: no report was written (exit {code})")
-    doc: dict[str, Any] = json.loads((Path(report_dir) / "report.json").read_text(encoding="utf-8"))
+    doc: dict[str, Any] = loads_json(read_text(Path(report_dir) / "report.json"))
     return doc

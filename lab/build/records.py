@@ -20,13 +20,13 @@ deleted at any time.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import threading
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from lab.canonical import canonical_hash, canonical_json
+from lab.files import loads_json, read_bytes, read_text
 from lab.stamps import cache_dir, caching, read_entry, write_entry
 
 RESULT_STATUSES = frozenset({"pass", "fail", "budget_exceeded"})
@@ -144,9 +144,12 @@ class RecordIndex:
     def _read(self, target: Path) -> RecordFacts | None:
         forgotten = forgotten_marker(target).exists()
         try:
-            data = target.read_bytes()
+            data = read_bytes(target)
         except FileNotFoundError:
             return None
+        except OSError:  # a FIFO, device or directory in a record's place: no record there
+            data = b""
+
         sha = hashlib.sha256(data).hexdigest()
         with self._lock:
             hit = self._loaded().get(str(target))
@@ -154,7 +157,7 @@ class RecordIndex:
             return RecordFacts(sha, hit[1], bool(hit[2]), dict(hit[3]) if isinstance(hit[3], dict) else {},
                                forgotten)
         try:
-            record = json.loads(data)
+            record = loads_json(data)
         except ValueError:
             record = None
         if not isinstance(record, dict):
@@ -197,7 +200,7 @@ class RecordCurrent:
         if forgotten_marker(self.target).exists():
             return False
         try:
-            record = json.loads(self.target.read_text(encoding="utf-8"))
+            record = loads_json(read_text(self.target))
         except (OSError, ValueError):
             return False
         return isinstance(record, dict) and record.get("inputs") == self.inputs and is_result(record)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.errors import ConfigError
+from lab.files import loads_json, read_text
 
 OPTIONS = ("sequential", "round", "tolerance")
 """The sequential command's own words; they are not Hydra overrides."""
@@ -140,15 +141,14 @@ def round_action(prepared: list[tuple[str, Any]], root: Path, as_json: bool) -> 
     Returns:
         Whether the command stops after this round.
     """
-    import json
 
     from lab.compare.sequential_doc import apply_sequential, look, sequential_block, sequential_markdown
     from lab.compare.verdicts import compare_reports, render_comparison_markdown, write_comparison
     from lab.files import write_atomic
 
     run = ACTIVE[0]
-    base = json.loads((root / prepared[0][0] / "report.json").read_text(encoding="utf-8"))
-    cand = json.loads((root / prepared[1][0] / "report.json").read_text(encoding="utf-8"))
+    base = loads_json(read_text(root / prepared[0][0] / "report.json"))
+    cand = loads_json(read_text(root / prepared[1][0] / "report.json"))
     index = len(run.looks)
     try:
         made = look(base, cand, fractions=run.fractions, index=index, alpha=ALPHA, tolerance=run.tolerance)

@@ -32,6 +32,7 @@ from typing import Any
 
 from lab import paths
 from lab.errors import ConfigError
+from lab.files import loads_json, read_text
 
 PLAIN = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -201,10 +202,10 @@ def variant_json_lines(prepared_dirs: list[tuple[str, Path]], root: Path) -> Ite
     import json
 
     for label, report_dir in prepared_dirs:
-        doc = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+        doc = loads_json(read_text(report_dir / "report.json"))
         yield json.dumps({"schemaVersion": 1, "type": "variant_report", "variant": label,
                           "reportDir": str(report_dir), "report": doc}, ensure_ascii=False, separators=(",", ":"))
-    comparison = json.loads((root / "comparison.json").read_text(encoding="utf-8"))
+    comparison = loads_json(read_text(root / "comparison.json"))
     yield json.dumps({"schemaVersion": 1, "type": "comparison", "path": str(root / "comparison.json"),
                       "comparison": comparison}, ensure_ascii=False, separators=(",", ":"))
 
@@ -230,7 +231,6 @@ def _compare_action(prepared: list[tuple[str, Any]], root: Path, as_json: bool =
 
 
 def _compare(prepared: list[tuple[str, Any]], root: Path, as_json: bool) -> Any:
-    import json
 
     from lab.build.actions import OUTCOME
     from lab.compare.markdown import render_comparison_markdown
@@ -240,8 +240,8 @@ def _compare(prepared: list[tuple[str, Any]], root: Path, as_json: bool) -> Any:
     root.mkdir(parents=True, exist_ok=True)
     for label, prep in prepared:
         copy_files(prep.report_dir, root / label)
-    base = json.loads((root / prepared[0][0] / "report.json").read_text(encoding="utf-8"))
-    cand = json.loads((root / prepared[1][0] / "report.json").read_text(encoding="utf-8"))
+    base = loads_json(read_text(root / prepared[0][0] / "report.json"))
+    cand = loads_json(read_text(root / prepared[1][0] / "report.json"))
     from lab.build.sequential import ACTIVE, round_action
 
     if ACTIVE:  # a round of a sequential command: look, and compare only once decided or at k

@@ -21,12 +21,13 @@ or errored or nothing was replayed, 0 otherwise.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tabulate import tabulate
+
+from lab.files import loads_json, read_text
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def ci_verdict(report_dirs: list[Path], skipped: list[tuple[str, str]]) -> tuple
     """(exit code, table) over the replayed suites' reports."""
     rows, code = [], 0
     for report_dir in report_dirs:
-        doc = json.loads((report_dir / "report.json").read_text(encoding="utf-8"))
+        doc = loads_json(read_text(report_dir / "report.json"))
         s = doc["summary"]
         failed = s["judged"] - s["passes"]
         status = "diverged" if s["divergences"] else ("failed" if failed or s["errors"] else "ok")

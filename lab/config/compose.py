@@ -130,11 +130,12 @@ def compose_config(overrides: list[str] | tuple[str, ...] = (), *,
             per problem, each naming the key or file.
     """
     from lab.config.overrides import describe_compose_error, expand_suite_dir, group_choice, parse_override
-    from lab.config.searchpath import clash_problems, user_config_dirs
+    from lab.config.searchpath import clash_problems, special_file_problems, user_config_dirs
     from lab.config.variants import variant_problems
 
     conf = CONF_DIR if conf_dir is None else conf_dir
-    clashes = clash_problems(user_config_dirs(), conf)
+    user_dirs = user_config_dirs()
+    clashes = special_file_problems([conf, *user_dirs]) + clash_problems(user_dirs, conf)
     if clashes:
         raise ConfigError(bounded_lines(clashes))
     expanded = expand_suite_dir(overrides, conf)

@@ -14,10 +14,12 @@ is kept after these directories. User docs: ``docs/configuration.md``.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from lab.errors import ConfigError
+from lab.files import file_kind
 from lab.paths import CONF_DIR
 
 ENV = "LAB_CONFIG_PATH"
@@ -93,6 +95,26 @@ def user_options(dirs: Sequence[Path]) -> dict[str, list[tuple[str, Path]]]:
                     seen.add(path.stem)
                     found[group].append((path.stem, path))
     return found
+
+
+def special_file_problems(dirs: Sequence[Path]) -> list[str]:
+    """One line per ``*.yaml`` of ``dirs`` (top level and group directories) that is not a regular file.
+
+    Hydra opens every preset it lists; a FIFO named ``agent/x.yaml`` would
+    block that open forever, a device would be read without end. Such a
+    file is named before Hydra runs (``os.stat``: a link to a regular file is fine).
+    """
+    problems = []
+    for directory in dirs:
+        listed = [*sorted(directory.glob("*.yaml")), *(p for g in GROUPS for p in sorted((directory / g).glob("*.yaml")))]
+        for path in listed:
+            try:
+                mode = path.stat().st_mode
+            except OSError:
+                continue  # a dangling link: Hydra names it
+            if not stat.S_ISREG(mode):
+                problems.append(f"config: {path}: not a regular file (a {file_kind(mode)}); a config file must be one")
+    return problems
 
 
 def clash_problems(dirs: Sequence[Path], conf_dir: Path = CONF_DIR) -> list[str]:

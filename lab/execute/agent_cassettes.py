@@ -35,13 +35,13 @@ def recorded_api_mismatch(cassette_dir: Path, suite_id: str, agent: str, api: st
     Reads only each cassette's first line (the header); a missing or
     unreadable cassette is left to the run, which names it.
     """
-    import json
+    from lab.files import loads_json, open_text
 
     recorded: dict[str, list[str]] = {}
     for task_id in task_ids:
         try:
-            with agent_cassette_path(cassette_dir, suite_id, agent, task_id).open(encoding="utf-8") as f:
-                header = json.loads(f.readline())
+            with open_text(agent_cassette_path(cassette_dir, suite_id, agent, task_id)) as f:
+                header = loads_json(f.readline())
         except (OSError, ValueError):
             continue
         other = (header.get("agent") or {}).get("api") if isinstance(header, dict) else None

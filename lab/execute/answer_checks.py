@@ -7,14 +7,18 @@ tool calls); a run that ended without one (a budget stopped it) fails.
 - ``answer-contains``: ``text`` (non-empty), optional ``ignoreCase`` (default
   false): the answer contains the text.
 - ``answer-matches``: ``pattern``, a Python regular expression searched
-  anywhere in the answer (``re.search``; ``(?i)`` for case-insensitive).
+  anywhere in the answer (``re`` syntax; ``(?i)`` for case-insensitive),
+  matched under a time bound (:mod:`lab.patterns`): a pattern that backtracks
+  past :data:`lab.patterns.MATCH_TIMEOUT_S` raises
+  :class:`lab.patterns.PatternTimeout`, which makes the verifier ``error``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
+
+from lab import patterns
 
 Outcome = tuple[str, str, dict[str, Any]]
 EXCERPT_CHARS = 80
@@ -44,17 +48,18 @@ def check_answer_matches(spec: Mapping[str, Any], answer: str | None) -> Outcome
 
     Raises:
         ValueError: ``pattern`` missing, not a string, or not a valid regular expression.
+        PatternTimeout: the search ran past ``lab.patterns.MATCH_TIMEOUT_S`` (names pattern and bound).
     """
     pattern = spec.get("pattern")
     if not isinstance(pattern, str) or not pattern:
         raise ValueError(f"field 'pattern': expected a non-empty string, got {pattern!r}")
     try:
-        compiled = re.compile(pattern)
-    except re.error as exc:
+        compiled = patterns.compile_pattern(pattern)
+    except ValueError as exc:
         raise ValueError(f"field 'pattern': not a regular expression: {exc}") from None
     if answer is None:
         return "fail", "the agent gave no final answer", {}
-    match = compiled.search(answer)
+    match = patterns.search(compiled, answer)
     if match is None:
         return "fail", f"the answer does not match /{_excerpt(pattern)}/: {_excerpt(answer)!r}", \
             {"answerChars": len(answer)}

@@ -41,7 +41,7 @@ from lab.errors import LabError
 from lab.export.secrets import SecretHit, SecretScanner, describe_hits
 from lab.export.userpaths import path_bases as path_bases  # re-exported: the export's path bases
 from lab.export.userpaths import user_paths
-from lab.files import dumps_json, split_lines, write_atomic
+from lab.files import dumps_json, loads_json, read_text, split_lines, write_atomic
 from lab.store import find_run, read_report
 
 BUNDLE_SCHEMA_VERSION = 1
@@ -137,9 +137,9 @@ def read_bundle(report_dir: Path) -> dict[str, Any]:
     """
     report = read_report(report_dir / "report.json")
     try:
-        lines = split_lines((report_dir / "runs.jsonl").read_text(encoding="utf-8"))
-        runs = [json.loads(line) for line in lines if line.strip()]
-        markdown = (report_dir / "report.md").read_text(encoding="utf-8")
+        lines = split_lines(read_text(report_dir / "runs.jsonl"))
+        runs = [loads_json(line) for line in lines if line.strip()]
+        markdown = read_text(report_dir / "report.md")
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ExportError(f"{report_dir}: cannot read the run records or report.md: {exc}") from exc
     return {"schemaVersion": BUNDLE_SCHEMA_VERSION, "report": report, "runs": runs, "markdown": markdown}
@@ -149,7 +149,7 @@ def credential_env_names(run_dir: Path, provider_conf_dir: Path | None = None) -
     """Variable names holding API keys: the run's ``provider.api_key_env`` and every provider config's."""
     names = set()
     try:
-        config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+        config = loads_json(read_text(run_dir / "config.json"))
         name = ((config.get("config") or {}).get("provider") or {}).get("api_key_env")
         if isinstance(name, str) and name:
             names.add(name)

@@ -24,6 +24,7 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lab.files import loads_json
 from lab.providers.answer import Fault
 from lab.providers.base import Exchange
 from lab.providers.responses_wire import FINAL_EVENTS
@@ -77,7 +78,7 @@ class UpstreamReply:
 def body_exchange(status: int, body: bytes) -> Exchange:
     """The exchange of a complete body: ``json`` when it parses, else ``text``."""
     try:
-        return {"type": "json", "status": status, "body": json.loads(body)}
+        return {"type": "json", "status": status, "body": loads_json(body)}
     except (ValueError, UnicodeDecodeError):
         return {"type": "text", "status": status, "text": body.decode("utf-8", "replace")}
 
@@ -165,7 +166,7 @@ def stream_error_event(api: Api, fault: Fault) -> SseEvent:
 
 def _json_object(text: str | bytes) -> dict[str, Any] | None:
     try:
-        obj = json.loads(text)
+        obj = loads_json(text)
     except (ValueError, UnicodeDecodeError):
         return None
     return obj if isinstance(obj, dict) else None

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import secrets
 import stat
 import threading
@@ -51,6 +50,7 @@ from typing import Any, NamedTuple
 from aiohttp import web
 
 from lab.errors import CassetteMiss
+from lab.files import loads_json
 from lab.gateway.bodies import BodyEncodingError, decode_body
 from lab.gateway.errors import GatewayError, UpstreamError, error_response
 from lab.gateway.exchange import UpstreamReply, body_exchange
@@ -295,7 +295,7 @@ class Gateway:
             return self._unserved(request, status, "unsupported_encoding" if exc.unsupported else "invalid_encoding",
                                   str(exc))
         try:
-            body = json.loads(raw)
+            body = loads_json(raw)
         except (ValueError, UnicodeDecodeError):
             body = None
         if not isinstance(body, dict):

@@ -34,8 +34,11 @@ from httpx_sse import EventSource, SSEError
 from lab.gateway.errors import UpstreamError
 from lab.gateway.exchange import SseEvent, UpstreamReply, body_exchange, is_terminal, reply_from_exchange, sse_exchange
 from lab.providers.base import Exchange
+from lab.providers.deadline import call_deadline, guard_async_transport
+from lab.providers.decoding import ACCEPT_ENCODING
 from lab.providers.faults import retry_after_s
 from lab.providers.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
+from lab.providers.transfer import acapped
 from lab.replay.matching import Matcher
 from lab.replay.normalise import Api, RequestNormaliser, fingerprint
 
@@ -127,39 +130,45 @@ class LiveUpstream:
             self.overridden[str(asked)] = self.overridden.get(str(asked), 0) + 1
             content = json.dumps({**request.body, "model": self.model}, ensure_ascii=False).encode("utf-8")
         headers = {**self.extra_headers, "Content-Type": "application/json",
-                   "Accept": "text/event-stream" if request.stream else "application/json"}
+                   "Accept": "text/event-stream" if request.stream else "application/json",
+                   "Accept-Encoding": ACCEPT_ENCODING}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         url = f"{self.base_url.rstrip('/')}/{request.endpoint}"
         outgoing = client.build_request("POST", url, content=content, headers=headers)
         try:
-            try:
-                response = await client.send(outgoing, stream=True)
-            except httpx.RemoteProtocolError:
-                # A pooled keep-alive connection the provider closed while the agent worked (say,
-                # a long tool command) ends with not one byte of answer: sent once more at once,
-                # on a new connection, as the lab's own provider client does.
-                response = await client.send(outgoing, stream=True)
+            # The status line and headers arrive within timeout_s in all (lab.providers.deadline):
+            # a provider trickling its headers or repeating "100 Continue" cannot hold the call.
+            with call_deadline(self.timeout_s):
+                try:
+                    response = await client.send(outgoing, stream=True)
+                except httpx.RemoteProtocolError:
+                    # A pooled keep-alive connection the provider closed while the agent worked (say,
+                    # a long tool command) ends with not one byte of answer: sent once more at once,
+                    # on a new connection, as the lab's own provider client does.
+                    response = await client.send(outgoing, stream=True)
         except httpx.TimeoutException:
-            raise UpstreamError(f"upstream {self._where()}: timed out after {self.timeout_s} s",
+            raise UpstreamError(f"upstream {self._where()}: no status line and headers within {self.timeout_s} s",
                                 cause="timeout") from None
         except httpx.HTTPError as exc:
             raise UpstreamError(f"upstream {self._where()}: {type(exc).__name__}: {self._scrub(str(exc))}",
                                 cause="connect") from None
         content_type = response.headers.get("content-type", "application/json")
         wait = retry_after_s(response.headers)
+        try:
+            # The same cap and bounded decoding as the built-in provider (lab.providers.transfer):
+            # an oversized answer or a compression bomb stops at max_response_bytes, never kept whole.
+            decoded = acapped(response, self.max_response_bytes,
+                              lambda size: UpstreamError(self._too_large(size), cause="response_too_large"))
+        except httpx.DecodingError as exc:
+            await response.aclose()
+            raise UpstreamError(f"upstream {self._where()}: cannot decode the body: {exc}",
+                                cause="invalid_response") from None
         if response.is_success and content_type.partition(";")[0].strip() == "text/event-stream":
-            return UpstreamReply(response.status_code, "text/event-stream", events=self._events(response),
+            return UpstreamReply(response.status_code, "text/event-stream", events=self._events(response, decoded),
                                  retry_after_s=wait)
         try:
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > self.max_response_bytes:
-                    raise UpstreamError(self._too_large(size), cause="response_too_large")
-                chunks.append(chunk)
-            body = b"".join(chunks)
+            body = b"".join([chunk async for chunk in decoded.aiter_bytes()])
         except httpx.DecodingError as exc:
             raise UpstreamError(f"upstream {self._where()}: cannot decode the body: {exc}",
                                 cause="invalid_response") from None
@@ -174,8 +183,8 @@ class LiveUpstream:
         return (f"upstream {self._where()}: the answer passed provider.max_response_bytes "
                 f"({self.max_response_bytes} bytes; {size} received, not kept)")
 
-    async def _events(self, response: httpx.Response) -> AsyncGenerator[SseEvent, None]:
-        source = EventSource(response).aiter_sse()
+    async def _events(self, response: httpx.Response, decoded: httpx.Response) -> AsyncGenerator[SseEvent, None]:
+        source = EventSource(decoded).aiter_sse()
         size = 0
         try:
             async for sse in source:
@@ -184,6 +193,9 @@ class LiveUpstream:
                     raise UpstreamError(self._too_large(size), cause="response_too_large")
                 name = sse.event if sse.event and sse.event != "message" else None
                 yield SseEvent(self._scrub(sse.data), name)
+        except httpx.DecodingError as exc:
+            raise UpstreamError(f"upstream {self._where()}: cannot decode the stream: {exc}",
+                                cause="invalid_response") from None
         except (httpx.HTTPError, SSEError) as exc:
             raise UpstreamError(f"upstream {self._where()}: stream broke off: {type(exc).__name__}",
                                 cause="stream") from None
@@ -201,8 +213,8 @@ class LiveUpstream:
         if self._client is None:
             # TCP_NODELAY: httpcore writes headers and body separately; with Nagle's algorithm the
             # body waits for the server's delayed ACK (~40 ms per call on Linux loopback).
-            transport = self.transport or httpx.AsyncHTTPTransport(
-                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+            transport = self.transport or guard_async_transport(httpx.AsyncHTTPTransport(
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]))
             self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s), trust_env=False,
                                              proxy=self.proxy, transport=transport, follow_redirects=False)
         return self._client

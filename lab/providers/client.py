@@ -10,6 +10,8 @@ OpenAI-compatible provider and by the preflight.
 connection pool, one TLS context) per distinct setup: a live run's calls, and
 the next run's, reuse open connections instead of building a client and a
 connection per call. httpx's pool is thread-safe (``jobs=N`` threads share it).
+Its transport carries the call deadline down to every socket operation
+(:mod:`lab.providers.deadline`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from lab.errors import ConfigError
+from lab.providers.deadline import guard_transport
 
 LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
 # No cap on connections: ``jobs=N`` runs call at once and must not queue for the pool; idle
@@ -49,7 +52,12 @@ def shared_client(env: Mapping[str, str], url: str) -> httpx.Client:
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
-            client = httpx.Client(limits=POOL_LIMITS, **client_options(env, url, None))
+            options = client_options(env, url, None)
+            # The transport is built here, not by httpx.Client, so its network backend can carry the
+            # call deadline (lab.providers.deadline); a proxy goes through the same transport.
+            transport = guard_transport(httpx.HTTPTransport(
+                verify=options.pop("verify", True), proxy=options.pop("proxy", None), limits=POOL_LIMITS))
+            client = httpx.Client(transport=transport, **options)
             if not _clients:
                 atexit.register(close_clients)
             _clients[key] = client

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from lab.console import visible
+from lab.files import loads_json
 
 Cause = Literal["rate_limited", "server", "bad_request"]
 
@@ -138,7 +139,7 @@ def error_from_object(obj: Any) -> ServerError | None:
 def error_from_body(text: str) -> ServerError:
     """The server's error from an HTTP error body: its error object, else the body itself."""
     try:
-        found = error_from_object(json.loads(text))
+        found = error_from_object(loads_json(text))
     except ValueError:
         found = None
     if found is not None:
@@ -154,7 +155,7 @@ def in_band_error(exchange: dict[str, Any]) -> ServerError | None:
         if not isinstance(data, str) or '"error"' not in data:
             continue
         try:
-            found = error_from_object(json.loads(data))
+            found = error_from_object(loads_json(data))
         except ValueError:
             continue  # not JSON: the parser names it
         if found is not None:

@@ -37,8 +37,9 @@ Timeouts are not retried: a timeout has already spent the call's budget.
 
 Deadline: ``timeout_s`` (or the run's remaining wall budget, if smaller) is
 the whole call's limit, retries and streaming included, whatever the server
-sends: keep-alive comments and a body trickling in byte by byte end at the
-deadline (:mod:`lab.providers.transfer`).
+sends: response headers trickling in, ``100 Continue`` repeated
+(:mod:`lab.providers.deadline`), keep-alive comments and a body trickling in
+byte by byte (:mod:`lab.providers.transfer`) end at the deadline.
 """
 
 from __future__ import annotations
@@ -61,9 +62,12 @@ from lab.errors import (
     ProviderResponseInvalid,
     ProviderTimeout,
 )
+from lab.files import loads_json
 from lab.providers.answer import in_band_fault
 from lab.providers.base import Exchange, Purpose
 from lab.providers.client import client_options, shared_client
+from lab.providers.deadline import call_deadline
+from lab.providers.decoding import ACCEPT_ENCODING
 from lab.providers.faults import (
     ServerError,
     backoff_s,
@@ -220,13 +224,14 @@ class OpenAICompatProvider:
         remaining_s = deadline - self._clock()
         if remaining_s <= 0:
             raise ProviderTimeout(f"{self.url}: the wall budget was spent before the call")
-        headers = {**self.headers, "Authorization": f"Bearer {api_key}"}
+        headers = {**self.headers, "Authorization": f"Bearer {api_key}", "Accept-Encoding": ACCEPT_ENCODING}
         if self.stream:
             headers.update({"Accept": "text/event-stream", "Cache-Control": "no-store"})
         client = self._client
         request = client.build_request("POST", self.url, json=body, headers=headers,
                                        timeout=httpx.Timeout(remaining_s))
-        response = self._open(client, request, remaining_s)
+        with call_deadline(remaining_s):  # status line and headers too: a trickle or 100-Continue loop ends
+            response = self._open(client, request, remaining_s)
         try:
             with deadline_guard(response, deadline - self._clock()) as fired, \
                     self._translated(remaining_s, fired):
@@ -248,7 +253,7 @@ class OpenAICompatProvider:
         connection, before that counts as a fault (an attempt of ``max_retries``). A reset
         or a refused connection is a fault at once.
         """
-        with self._translated(remaining_s, threading.Event()):
+        with self._translated(remaining_s, threading.Event(), "no status line and headers"):
             try:
                 try:
                     return client.send(request, stream=True)
@@ -259,13 +264,13 @@ class OpenAICompatProvider:
                 raise _Retryable("connect", None, None, "cannot connect", detail, original=exc) from exc
 
     @contextmanager
-    def _translated(self, timeout_s: float, fired: threading.Event) -> Iterator[None]:
+    def _translated(self, timeout_s: float, fired: threading.Event, missing: str = "no answer") -> Iterator[None]:
         """Map httpx / httpx-sse exceptions to the lab's tree (``from`` the original)."""
         try:
             yield
         except httpx.TimeoutException as exc:
             raise ProviderTimeout(
-                f"{self.url}: no answer within {timeout_s:.2f} s ({type(exc).__name__})") from exc
+                f"{self.url}: {missing} within {timeout_s:.2f} s ({type(exc).__name__})") from exc
         except httpx.DecodingError as exc:
             raise ProviderResponseInvalid(f"{self.url}: cannot decode the body: {exc}") from exc
         except httpx.TransportError as exc:
@@ -320,7 +325,7 @@ class OpenAICompatProvider:
         self._check_status(response)
         content_type = response.headers.get("content-type", "")
         try:
-            body = response.json()
+            body = loads_json(response.content)  # nesting too deep to parse is not JSON either
         except ValueError as exc:
             raise ProviderResponseInvalid(
                 f"{self.url}: HTTP {response.status_code} ({content_type or 'no content type'}): "

@@ -80,10 +80,10 @@ def unlisted_model_message(model: str, listed: list[str], url: str) -> str:
 def listed_models(body: bytes) -> list[str] | None:
     """The model ids of an OpenAI ``/models`` answer (``{"data": [{"id": …}]}``), in its order;
     None when ``body`` is not such a list or lists none."""
-    import json
+    from lab.files import loads_json
 
     try:
-        doc = json.loads(body)
+        doc = loads_json(body)
     except (ValueError, UnicodeDecodeError):
         return None
     data = doc.get("data") if isinstance(doc, dict) else None
@@ -91,6 +91,10 @@ def listed_models(body: bytes) -> list[str] | None:
         return None
     ids = [item["id"] for item in data if isinstance(item, dict) and isinstance(item.get("id"), str)]
     return ids or None
+
+
+class _ListTooLong(Exception):
+    """The model list decodes past ``MAX_LIST_BYTES`` (a compression bomb stops there too)."""
 
 
 def _get_models(base_url: str, key: str, env: Mapping[str, str], timeout_s: float,
@@ -103,6 +107,9 @@ def _get_models(base_url: str, key: str, env: Mapping[str, str], timeout_s: floa
     import httpx
 
     from lab.providers.client import shared_client
+    from lab.providers.deadline import call_deadline
+    from lab.providers.decoding import ACCEPT_ENCODING
+    from lab.providers.transfer import capped
 
     url = f"{base_url}/models"
     try:
@@ -110,18 +117,20 @@ def _get_models(base_url: str, key: str, env: Mapping[str, str], timeout_s: floa
         client = shared_client(env, url)
         # The status line proves the endpoint; the body (the model list) is read within a deadline,
         # so a server that streams or trickles it cannot hold the preflight much past its timeout.
-        sent = {**(headers or {}), "Authorization": f"Bearer {key}"}  # the gateway's headers too
+        sent = {**(headers or {}), "Authorization": f"Bearer {key}", "Accept-Encoding": ACCEPT_ENCODING}
         deadline = time.monotonic() + timeout_s
-        with client.stream("GET", url, headers=sent, timeout=httpx.Timeout(timeout_s)) as response:
+        # call_deadline: headers trickling in or "100 Continue" repeated end at timeout_s too.
+        with call_deadline(timeout_s), \
+                client.stream("GET", url, headers=sent, timeout=httpx.Timeout(timeout_s)) as response:
             if response.status_code != 200:
                 return response.status_code, None
             body = bytearray()
             try:
-                for chunk in response.iter_bytes():
+                for chunk in capped(response, MAX_LIST_BYTES, _ListTooLong).iter_bytes():
                     body += chunk
-                    if len(body) > MAX_LIST_BYTES or time.monotonic() > deadline:
+                    if time.monotonic() > deadline:
                         return response.status_code, None
-            except httpx.HTTPError:
+            except (httpx.HTTPError, _ListTooLong):
                 return response.status_code, None  # the status line answered; the list is not judged
             return response.status_code, listed_models(bytes(body))
     except httpx.HTTPError as exc:

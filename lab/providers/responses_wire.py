@@ -27,10 +27,10 @@ final response's ``usage`` (``lab.providers.usage`` reads ``input_tokens``,
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from lab.files import loads_json
 from lab.providers.base import Usage
 from lab.providers.faults import ServerError, error_from_object, one_line
 from lab.providers.usage import implausible_zero, parse_usage
@@ -164,7 +164,7 @@ def _invalid(description: str) -> ResponsesAnswer:
 
 def _object(text: str) -> dict[str, Any] | None:
     try:
-        obj = json.loads(text)
+        obj = loads_json(text)
     except (ValueError, UnicodeDecodeError):
         return None
     return obj if isinstance(obj, dict) else None

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.errors import SuiteError
+from lab.files import loads_json, read_text
 from lab.providers.base import Completion, Exchange, Purpose, ToolCall, Usage
 from lab.providers.encode import completion_to_exchange
 
@@ -65,12 +66,12 @@ def load_script(path: Path) -> dict[str, Any]:
             every problem names the file and the field path.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
         raise SuiteError([f"{path}: cannot read the scripted-provider script: {reason}"]) from exc
     try:
-        script = json.loads(text)
+        script = loads_json(text)
     except json.JSONDecodeError as exc:
         raise SuiteError([f"{path}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}"]) from exc
     problems = validate_script(script, source=str(path))

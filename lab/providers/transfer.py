@@ -8,9 +8,11 @@ shuts the connection's socket down
 (``response.extensions["network_stream"]``, an httpx extension), which wakes
 the blocked read; the caller then reports a timeout.
 
-``capped`` counts the decoded body as it arrives and stops at
-``max_response_bytes`` without keeping what came before, so an oversized
-answer costs neither memory nor disk.
+``capped`` (and ``acapped`` for the gateway's asynchronous client) decodes
+the raw body a bounded piece at a time (:mod:`lab.providers.decoding`),
+counts the decoded bytes as they arrive and stops at ``max_response_bytes``
+without keeping what came before, so neither an oversized answer nor a
+compression bomb costs memory or disk.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ import itertools
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 
 import httpx
 
 from lab.errors import ProviderError
+from lab.providers.decoding import BoundedDecoder
 
 
 class ResponseTooLarge(ProviderError):
@@ -116,23 +119,36 @@ _WATCHDOG = _Watchdog()
 
 
 class _CappedStream(httpx.SyncByteStream):
-    def __init__(self, chunks: Iterator[bytes], limit: int, too_large: Callable[[int], ProviderError],
-                 check: Callable[[], None]) -> None:
-        self._chunks, self._limit, self._too_large, self._check = chunks, limit, too_large, check
+    def __init__(self, chunks: Iterator[bytes], decoder: BoundedDecoder, check: Callable[[], None]) -> None:
+        self._chunks, self._decoder, self._check = chunks, decoder, check
 
     def __iter__(self) -> Iterator[bytes]:
-        total = 0
         for chunk in self._chunks:
             self._check()
-            total += len(chunk)
-            if total > self._limit:
-                raise self._too_large(total)
-            yield chunk
+            yield from self._decoder.feed(chunk)
 
 
-def capped(response: httpx.Response, limit: int, too_large: Callable[[int], ProviderError],
+class _AsyncCappedStream(httpx.AsyncByteStream):
+    def __init__(self, chunks: AsyncIterator[bytes], decoder: BoundedDecoder) -> None:
+        self._chunks, self._decoder = chunks, decoder
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._chunks:
+            for piece in self._decoder.feed(chunk):
+                yield piece
+
+
+def _plain_headers(response: httpx.Response) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in response.headers.multi_items()
+            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+
+
+def capped(response: httpx.Response, limit: int, too_large: Callable[[int], Exception],
            check: Callable[[], None] = lambda: None) -> httpx.Response:
     """A response whose body is ``response``'s decoded body, read lazily, refused past ``limit`` bytes.
+
+    The raw body is decoded by :class:`lab.providers.decoding.BoundedDecoder`
+    (a compression bomb stops at the cap, not after inflating).
 
     Args:
         response: an open streaming response.
@@ -140,11 +156,21 @@ def capped(response: httpx.Response, limit: int, too_large: Callable[[int], Prov
         too_large: builds the error raised with the byte count reached.
         check: called before each chunk is counted (e.g. a deadline check
             where no socket can be shut down).
+
+    Raises:
+        httpx.DecodingError: a ``Content-Encoding`` the lab did not ask for (reading the body
+            raises it too, for a stream that does not decode).
     """
-    headers = [(k, v) for k, v in response.headers.multi_items()
-               if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
-    return httpx.Response(response.status_code, headers=headers, request=response.request,
-                          stream=_CappedStream(response.iter_bytes(), limit, too_large, check))
+    decoder = BoundedDecoder(response.headers.get("content-encoding"), limit, too_large)
+    return httpx.Response(response.status_code, headers=_plain_headers(response), request=response.request,
+                          stream=_CappedStream(response.iter_raw(), decoder, check))
+
+
+def acapped(response: httpx.Response, limit: int, too_large: Callable[[int], Exception]) -> httpx.Response:
+    """The asynchronous :func:`capped`, for a response of an ``httpx.AsyncClient`` (the gateway)."""
+    decoder = BoundedDecoder(response.headers.get("content-encoding"), limit, too_large)
+    return httpx.Response(response.status_code, headers=_plain_headers(response), request=response.request,
+                          stream=_AsyncCappedStream(response.aiter_raw(), decoder))
 
 
 def sse_fields(lines: Iterator[str]) -> Iterator[tuple[str, str]]:

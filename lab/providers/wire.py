@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab.errors import ProviderError, ProviderResponseInvalid
+from lab.files import loads_json
 from lab.providers.base import Completion, Exchange, ToolCall
 from lab.providers.encode import DONE, dumps_compact
 from lab.providers.usage import implausible_zero, merge_fields, parse_usage, usage_fields, usage_from_fields
@@ -159,7 +160,7 @@ class _StreamAssembler:
             self.skipped += 1  # a keep-alive sent as data (": keepalive", "ping", "")
             return
         try:
-            chunk = json.loads(data)
+            chunk = loads_json(data)
         except json.JSONDecodeError as exc:
             raise ProviderResponseInvalid(f"{where}: not JSON ({exc.msg}): {_excerpt(data)}") from exc
         if not isinstance(chunk, dict):
@@ -309,7 +310,7 @@ def _error_message(error: Any) -> str:
     """The message of a wire error (an object with ``message``/``type``/``code``, or any value)."""
     if isinstance(error, str):
         try:
-            error = json.loads(error)
+            error = loads_json(error)
         except json.JSONDecodeError:
             return _excerpt(error)
     if isinstance(error, dict) and isinstance(error.get("error"), (dict, str)):

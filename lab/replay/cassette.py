@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.errors import CassetteError, CassetteMiss, ProviderError
-from lab.files import dumps_line, split_lines, write_atomic
+from lab.files import NotRegularFile, dumps_line, loads_json, read_text, split_lines, write_atomic
 from lab.providers.base import Exchange, Provider, Purpose
 from lab.replay.fingerprint import EXCERPT_CHARS, json_equal, string_excerpts
 from lab.replay.fingerprint import fingerprint as _fingerprint
@@ -284,9 +284,11 @@ def read_cassette(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             or a version newer than this lab.
     """
     try:
-        lines = split_lines(path.read_text(encoding="utf-8"))
+        lines = split_lines(read_text(path))  # a FIFO or device in its place is refused, never opened blocking
     except FileNotFoundError:
         raise CassetteError(f"{path}: no cassette for this task; record one with `doit record`") from None
+    except NotRegularFile as exc:
+        raise CassetteError(f"{path}: cannot read: {exc.strerror}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CassetteError(f"{path}: cannot read: {exc}") from None
     import jsonschema
@@ -297,7 +299,7 @@ def read_cassette(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     records = []
     for n, line in enumerate(lines, 1):
         try:
-            record = json.loads(line)
+            record = loads_json(line)
         except json.JSONDecodeError as exc:
             raise CassetteError(f"{path}: line {n}: not JSON: {exc.msg}") from None
         if n == 1 and (not isinstance(record, dict) or record.get("format") != FORMAT):

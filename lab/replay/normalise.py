@@ -52,6 +52,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+import regex
+
+from lab import patterns
 from lab.errors import ConfigError
 
 Api = Literal["chat", "responses"]
@@ -76,12 +79,13 @@ class MaskRule:
     """One regex rewrite of volatile text.
 
     Attributes:
-        pattern: compiled regex; replaced with ``re.sub`` semantics.
+        pattern: compiled regex (``re`` for the lab's own rules, :mod:`lab.patterns` for a
+            user's, matched under a time bound); replaced with ``re.sub`` semantics.
         replace: the replacement (``\\1`` group references allowed).
         name: a short label for documentation and error messages.
     """
 
-    pattern: re.Pattern[str]
+    pattern: re.Pattern[str] | patterns.Pattern
     replace: str
     name: str = ""
 
@@ -95,15 +99,24 @@ class MaskRule:
         """
         label = name or pattern
         try:
-            compiled = re.compile(pattern)
-            compiled.sub(replace, "")  # parses the template: a bad group reference fails here
-        except re.error as exc:
+            compiled = patterns.compile_pattern(pattern)
+            # "|" adds an empty alternative, so the template is expanded once (on "") and parsed:
+            # a bad group reference fails here; the groups are the pattern's own.
+            patterns.sub(patterns.compile_pattern(f"{pattern}|"), replace, "")
+        except (ValueError, IndexError, regex.error, patterns.PatternTimeout) as exc:
             raise ConfigError(f"replay rule {label!r}: not a valid pattern/replace pair: {exc}") from None
         return cls(compiled, replace, name)
 
     def apply(self, text: str) -> str:
-        """``text`` with every match replaced."""
-        return self.pattern.sub(self.replace, text)
+        """``text`` with every match replaced.
+
+        Raises:
+            PatternTimeout: a rule compiled by :meth:`of` (a user's pattern) ran past
+                ``lab.patterns.MATCH_TIMEOUT_S`` on ``text``.
+        """
+        if isinstance(self.pattern, re.Pattern):  # the lab's own rules: linear, plain re
+            return self.pattern.sub(self.replace, text)
+        return patterns.sub(self.pattern, self.replace, text)
 
 
 _TZ_AREAS = "Africa|America|Antarctica|Arctic|Asia|Atlantic|Australia|Europe|Indian|Pacific|Etc"

@@ -65,14 +65,14 @@ def recorded_choice(cassettes: Path, tasks: Iterable[str] | None = None, *,
         ConfigError: the cassettes name different providers or models
             (one replay cannot match both; re-record them with one).
     """
-    import json
+    from lab.files import loads_json, open_binary
 
     files = sorted(cassettes.glob("*.jsonl")) if tasks is None else [cassettes / f"{t}.jsonl" for t in sorted(tasks)]
     seen: dict[tuple[str, str], str] = {}
     for path in files:
         try:
-            with path.open("rb") as fh:
-                header = json.loads(fh.readline())
+            with open_binary(path) as fh:  # a FIFO or device in a cassette's place is skipped, not waited on
+                header = loads_json(fh.readline())
         except (OSError, ValueError):
             continue
         if isinstance(header, dict) and isinstance(header.get("provider"), str) and isinstance(header.get("model"), str):

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lab.errors import CassetteError
+from lab.files import loads_json
 
 if TYPE_CHECKING:
     from lab.export.secrets import SecretHit, SecretScanner
@@ -105,7 +106,7 @@ def rewrite_stream(exchange: dict[str, Any], rewrite: Callable[[str], str]) -> d
         if not isinstance(data, str) or '"delta"' not in data:
             continue
         try:
-            event = json.loads(data)
+            event = loads_json(data)
         except ValueError:
             continue
         if not isinstance(event, dict):

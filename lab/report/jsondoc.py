@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lab.files import encodable, ordered
+from lab.files import encodable, loads_json, open_text, ordered, read_text
 from lab.report.spool import Spool
 
 INDENT = "  "
@@ -70,10 +70,9 @@ def load_document(path: Path, *, runs: bool = True) -> dict[str, Any]:
         OSError: the file cannot be read; ValueError: it is not JSON.
     """
     if runs:
-        with open(path, encoding="utf-8") as fh:
-            return dict(json.load(fh))
+        return dict(loads_json(read_text(path)))
     kept: list[str] = []
-    with open(path, encoding="utf-8") as fh:
+    with open_text(path) as fh:
         skipping = False
         for line in fh:
             if skipping:
@@ -85,6 +84,6 @@ def load_document(path: Path, *, runs: bool = True) -> dict[str, Any]:
                 skipping = True
                 continue
             kept.append(line)
-    doc = dict(json.loads("".join(kept)))
+    doc = dict(loads_json("".join(kept)))
     doc.pop("runs", None)
     return doc

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.errors import LabError
-from lab.files import dumps_line, encodable, publish_dir
+from lab.files import dumps_line, encodable, loads_json, publish_dir, read_text
 from lab.report.evidence import HtmlRuns
 from lab.report.html import iter_html
 from lab.report.jsondoc import iter_dumps_json
@@ -198,13 +198,13 @@ def _canonical(value: Any) -> str:
 
 def _load(path: Path, *, missing_ok: bool = False) -> dict[str, Any] | None:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError:
         if missing_ok:
             return None
         raise LabError(f"{path}: the run record disappeared while its report was written") from None
     try:
-        record = json.loads(text)
+        record = loads_json(text)
     except ValueError as exc:
         raise LabError(f"{path}: not a readable JSON run record: {exc}") from None
     if not isinstance(record, dict) or "taskId" not in record or "status" not in record:

@@ -13,14 +13,13 @@ files use: run records and reports count repetitions from 0
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lab.errors import LabError, RecordVersionError
-from lab.files import split_lines
+from lab.files import loads_json, read_text, split_lines
 from lab.report.build import build_report, sort_records
 
 RECORD_SCHEMA_VERSION = 1
@@ -193,13 +192,17 @@ def _from_path(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             yield from _from_path(file)
         return
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
         if path.suffix == ".jsonl":
             for n, line in enumerate(split_lines(text), 1):  # JSON Lines break at \n only
                 if line.strip():
-                    yield f"{path}:{n}", json.loads(line)
+                    try:
+                        record = loads_json(line)
+                    except ValueError as exc:
+                        raise LabError(f"{path}:{n}: not readable JSON: {exc}") from None
+                    yield f"{path}:{n}", record
         else:
-            yield str(path), json.loads(text)
+            yield str(path), loads_json(text)
     except OSError as exc:
         raise LabError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     except ValueError as exc:

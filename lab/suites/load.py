@@ -19,13 +19,14 @@ import functools
 import gc
 import json
 import os
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lab import patterns
 from lab.errors import SuiteError
+from lab.files import loads_json
 from lab.suites.paths import IGNORED_NAMES, fixture_problem, link_problems, suite_digest, unsafe_path
 from lab.suites.scripts import script_problems
 from lab.suites.text import decode_text, excerpt, may_hold_surrogates, name_in_line, read_number, surrogate_problems
@@ -156,7 +157,7 @@ def _read(file: Path, label: str) -> tuple[Any, bool]:
                               f"in the suite directory, not a link"]) from None
         raise SuiteError([f"{label}: {file}: cannot be read: {exc.strerror}"]) from None
     try:
-        doc = json.loads(decode_text(raw), parse_float=read_number, parse_constant=no_constant)
+        doc = loads_json(decode_text(raw), parse_float=read_number, parse_constant=no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise SuiteError([f"{label}: {file}: not readable JSON: {exc}"]) from None
     return doc, may_hold_surrogates(raw)
@@ -271,8 +272,8 @@ def _task_problems(task: dict[str, Any], fixture_check: FixtureCheck) -> list[Pr
         pattern = rule.get("pattern") if isinstance(rule, dict) else None
         if isinstance(pattern, str):
             try:
-                re.compile(pattern)
-            except (re.error, RecursionError, OverflowError, ValueError) as exc:
+                patterns.compile_pattern(pattern)
+            except ValueError as exc:
                 problems.append((["replayNormalize", j, "pattern"], f"invalid regular expression: {exc}"))
     return problems
 
@@ -299,8 +300,8 @@ def _verifier_problems(verifier: dict[str, Any]) -> list[Problem]:
     pattern = verifier.get("pattern")
     if verifier.get("kind") == "answer-matches" and isinstance(pattern, str) and pattern:
         try:
-            re.compile(pattern)
-        except (re.error, RecursionError, OverflowError, ValueError) as exc:
+            patterns.compile_pattern(pattern)
+        except ValueError as exc:
             problems.append((["pattern"], f"invalid regular expression: {exc}"))
     if verifier.get("kind") == "tool-sequence":
         for key in ("first", "then", "tool"):

@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Collection
 
+from lab.files import loads_json
 from lab.suites.text import cut_line, decode_text, excerpt
 from lab.suites.tree import FILE, LINK, SuiteTree, read_regular
 
@@ -62,7 +63,7 @@ def _script_lines(rel: str, path: str, task_id: str) -> list[str]:
         reason = exc.strerror if isinstance(exc, OSError) else str(exc)
         return [f"{rel}: cannot read the scripted-provider script: {reason}"]
     try:
-        script = json.loads(text)
+        script = loads_json(text)
     except json.JSONDecodeError as exc:
         return [f"{rel}: line {exc.lineno} column {exc.colno}: invalid JSON: {exc.msg}"]
     except RecursionError:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lab.errors import ConfigError
+from lab.files import loads_json, read_text
 
 DEFAULT_SEED = 20261130
 SEGMENTS = 16
@@ -327,7 +328,7 @@ def _clear_previous(out_dir: Path, force: bool) -> None:
     if not force:
         raise ConfigError(f"out={out_dir}: directory exists and is not empty; pass force=true to replace it")
     try:
-        previous = json.loads((out_dir / "suite.json").read_text(encoding="utf-8")).get("suiteId")
+        previous = loads_json(read_text(out_dir / "suite.json")).get("suiteId")
     except (OSError, ValueError, AttributeError):
         previous = None
     if previous != GENERATED_SUITE_ID:

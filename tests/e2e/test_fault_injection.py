@@ -307,3 +307,20 @@ def test_two_configurations_at_once_on_one_data_dir_each_run_their_own(tmp_path:
     assert stub.calls == 4
     assert sorted(r.json()["model"] for r in stub.server.requests) == ["model-a"] * 2 + ["model-b"] * 2
     assert len(list(tmp_path.glob("*/*/reports/*/report.json"))) == 2
+
+
+def test_a_provider_repeating_100_continue_ends_the_run_as_an_error_at_its_deadline(tmp_path: Path) -> None:
+    """Once hung the built-in agent until killed from outside; the header trickle is the same kind
+    (tests/providers/test_header_deadline.py holds both to the deadline in-process)."""
+    from tests.helpers.raw_server import raw_server, trickle
+
+    with raw_server(trickle(0.05, forever_continue=True)) as url:
+        args = ["suite=smoke-coding", "provider=openai", "preflight=false", f"provider.base_url={url}",
+                "provider.stream=false", "provider.max_retries=0", "provider.api_key_env=LAB_TEST_KEY",
+                "provider.timeout_s=1", "tasks=[rename-symbol]", "k=1"]
+        result = lab(args, tmp_path, LAB_TEST_KEY="sk-test")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    [record] = [json.loads(p.read_text()) for p in record_files(tmp_path)]
+    assert record["status"] == "error"
+    assert record["error"]["cause"] == "timeout" and "no status line and headers within" in record["error"]["message"]

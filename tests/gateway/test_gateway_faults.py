@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 
 from lab.execute.gateway_verdict import gateway_error
 from lab.gateway import Gateway, LiveUpstream, RetryPolicy
+from tests.helpers.bombs import gzip_bomb
 from tests.helpers.gateway_support import AUTH, REAL_KEY, Halts, sdk
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
 from tests.helpers.openai_stub import ScriptedStub, Turn, chat_exchange, responses_exchange, send_exchange
 
 MakeGateway = Callable[..., Gateway]
+GZIP_BOMB = gzip_bomb(8)
 FIXTURES = Path(__file__).resolve().parents[1] / "providers" / "fixtures"
 CLIENT = httpx.Client(verify=False, timeout=10)  # no certificate store: plain HTTP to loopback
 
@@ -116,6 +118,9 @@ def test_a_fault_is_retried_and_one_that_persists_is_an_error(kind: str, faulty:
     (raw("truncated.sse"), "chat", "incomplete_response"),
     (lambda r: (r.start(200, {"Content-Type": "text/html", "Content-Length": "6"}), r.write(b"<html>"), r.end()),
      "chat", "invalid_response"),
+    # a gzip bomb (8 KiB inflating to 8 MiB, past the 4 MiB default cap) and a coding nobody asked for
+    (lambda r: r.send(200, GZIP_BOMB, headers={"Content-Encoding": "gzip"}), "chat", "response_too_large"),
+    (lambda r: r.send(200, b"\x1b\x00", headers={"Content-Encoding": "br"}), "chat", "invalid_response"),
 ])
 def test_a_fault_that_is_not_transient_is_not_retried(make_gateway: MakeGateway, provider: LocalHTTPServer,
                                                       halts: Halts, answer: Callable[[Response], None],

@@ -86,8 +86,7 @@ CORPUS: list[tuple[str, Edit, str]] = [
     ("agent-unknown", setf(t(0), agent="nobody"), f"{T1}.agent: no agent profile 'nobody' (available: aider, builtin, codex, mini-swe-agent, reference)"),
     ("fixture-git-type", setf(t(0), fixtureGit="yes"), f"{T1}.fixtureGit: 'yes' is not of type 'boolean'"),
     ("replay-normalize-regex", setf(t(0), replayNormalize=[{"pattern": "(", "replace": ""}]),
-     f"{T1}.replayNormalize[0].pattern: invalid regular expression: missing ), unterminated subpattern "
-     "at position 0"),
+     f"{T1}.replayNormalize[0].pattern: invalid regular expression: missing ) at position 1"),
     ("replay-normalize-replace", setf(t(0), replayNormalize=[{"pattern": "x"}]),
      f"{T1}.replayNormalize[0]: 'replace' is a required property"),
     # --- budget

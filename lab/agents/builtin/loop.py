@@ -34,6 +34,7 @@ from lab.agents.builtin.result import (
 from lab.agents.builtin.tool import ToolContext, ToolResult, run_tool
 from lab.agents.builtin.tools import TOOLS, tool_schemas
 from lab.errors import CassetteMiss, ProviderError, ProviderTimeout
+from lab.files import loads_json
 from lab.providers.base import Provider, ToolCall
 from lab.providers.wire import parse_exchange
 from lab.sandbox.base import SandboxBackend
@@ -218,7 +219,7 @@ class _Agent:
                                        f"{', '.join(self.settings.tools)}")
         else:
             try:
-                arguments = json.loads(call.arguments) if call.arguments.strip() else {}
+                arguments = loads_json(call.arguments) if call.arguments.strip() else {}
             except json.JSONDecodeError as exc:
                 result = ToolResult.failed(f"arguments are not valid JSON: {exc}")
             else:

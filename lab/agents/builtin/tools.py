@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import math
 import os
-import re
+import time
 from pathlib import Path
 from typing import Any
 
+from lab import patterns
 from lab.agents.builtin.tool import (
     Tool,
     ToolContext,
@@ -44,6 +45,8 @@ from lab.sandbox.walk import FILE, MAX_FILE_BYTES, TreeBoundError, walk
 from lab.sandbox.workspace import IGNORED_NAMES, resolve_inside
 
 SEARCH_MAX_MATCHES = 200
+SEARCH_TIMEOUT_S = 2.0
+"""Seconds one ``search`` may spend matching its pattern over all lines (a backtracking pattern stops there)."""
 """Matching lines ``search`` reports before it stops (and says so)."""
 SEARCH_MAX_FILE_BYTES = 1_000_000
 """Files larger than this are skipped by ``search``."""
@@ -196,9 +199,10 @@ def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
 
 def _search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
-        regex = re.compile(args["pattern"])
-    except re.error as exc:
+        regex = patterns.compile_pattern(args["pattern"])
+    except ValueError as exc:
         raise ToolError(f"invalid regex {args['pattern']!r}: {exc}") from exc
+    deadline = time.monotonic() + SEARCH_TIMEOUT_S
     base = resolve_inside(ctx.workspace, args.get("path", "."))
     hits: list[str] = []
     files, stopped = _text_files(base)
@@ -215,7 +219,12 @@ def _search(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         shown = display_path(ctx, path)
         for number, line in enumerate(_lines(data.decode("utf-8", errors="replace")), 1):
             line = line.removesuffix("\n")
-            if regex.search(line):
+            try:
+                found = patterns.search(regex, line, timeout_s=max(0.001, deadline - time.monotonic()))
+            except patterns.PatternTimeout:
+                raise ToolError(f"search stopped: the pattern {args['pattern']!r} did not finish within "
+                                f"{SEARCH_TIMEOUT_S:g} s (nested quantifiers backtrack; simplify it)") from None
+            if found:
                 hits.append(f"{shown}:{number}: {line[:SEARCH_LINE_CHARS]}")
                 if len(hits) > SEARCH_MAX_MATCHES:
                     break
