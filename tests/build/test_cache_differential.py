@@ -1,8 +1,8 @@
 """Differential test of every memo (SPEC X10): random edits between commands, each warm command
 compared with a build without caches (tests/helpers/cache_differential.py).
 
-Bounded here (a few edits, each checked with three real ``doit eval`` processes);
-``benchmarks/cache_differential.py`` runs many more.
+Bounded here (the first command, then two to four edits at once, each check three real ``doit eval``
+processes); ``benchmarks/cache_differential.py`` runs many more checks, one to three edits each.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def test_every_warm_command_equals_a_build_without_caches(tmp_path: Path) -> Non
                 labs.append(Lab.make(tmp_path))
                 assert labs[0].check() == []
 
-        @rule(names=st.lists(st.sampled_from(sorted(EDITS)), min_size=1, max_size=3),
+        @rule(names=st.lists(st.sampled_from(sorted(EDITS)), min_size=2, max_size=4),
               seed=st.integers(0, 2**16))
         def edit_then_compare(self, names: list[str], seed: int) -> None:
             lab, rnd = labs[0], random.Random(seed)
@@ -38,6 +38,6 @@ def test_every_warm_command_equals_a_build_without_caches(tmp_path: Path) -> Non
             problems = lab.check()
             assert problems == [], f"after {done}:\n" + "\n".join(problems)
 
-    run_state_machine_as_test(Edits, settings=settings(max_examples=2, stateful_step_count=1, deadline=None,
+    run_state_machine_as_test(Edits, settings=settings(max_examples=1, stateful_step_count=1, deadline=None,
                                                        database=None, derandomize=True,
                                                        suppress_health_check=list(HealthCheck)))

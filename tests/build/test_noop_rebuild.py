@@ -1,8 +1,8 @@
 """A no-op `doit eval` served from what earlier commands remembered, and every change that must
 still make the next command compose, load or run again (issue 16; lab.stamps and its users).
 
-Each test replays a copy of smoke-coding (``suite_dir=``, ``cassette_dir=``)
-in its own data dir: a first eval runs the 7 runs, every file is then aged
+Each test replays two tasks of a copy of smoke-coding (``suite_dir=``, ``cassette_dir=``)
+in its own data dir: a first eval runs the 2 runs, every file is then aged
 (so it counts as settled) and a second eval finds them up to date and
 remembers what it composed, loaded and read. What follows is the third.
 """
@@ -30,6 +30,9 @@ pytestmark = pytest.mark.slow
 OLD_S = 1_000_000_000
 EXECUTED = re.compile(r"^  (pass|fail|budget_exceeded|error)\s", re.MULTILINE)
 HEAVY = ("hydra", "omegaconf", "jsonschema", "yaml", "detect_secrets", "jinja2", "tabulate")
+TASKS = "tasks=[rename-symbol,fix-default-argument]"
+"""Two tasks: one whose fixture and cassette the tests edit, one they leave alone (what is kept)."""
+N = 2
 
 
 @dataclass
@@ -53,7 +56,7 @@ class Lab:
 
     def eval(self, *extra: str, importtime: bool = False, env: dict[str, str] | None = None) -> Run:
         argv = [str(BIN / "doit"), "eval", f"suite_dir={self.root / 'suites'}", "suite=smoke-coding", "mode=replay",
-                f"cassette_dir={self.root / 'cassettes'}", "yes=true", "trust_local=true", *extra]
+                f"cassette_dir={self.root / 'cassettes'}", "yes=true", "trust_local=true", TASKS, *extra]
         if importtime:
             argv = [sys.executable, "-X", "importtime", *argv]
         result = subprocess.run(argv, cwd=ROOT, env={**self.env, **(env or {})}, capture_output=True, text=True,
@@ -99,10 +102,10 @@ def lab(tmp_path: Path) -> Lab:
         env["PATH"] = f"{shim}:{env.get('PATH', os.defpath)}"
     made = Lab(tmp_path, env)
     first = made.eval()
-    assert first.executed == 7, first.stdout + first.stderr
+    assert first.executed == N, first.stdout + first.stderr
     made.age()
     second = made.eval()
-    assert (second.executed, second.up_to_date) == (0, 7), second.stdout + second.stderr
+    assert (second.executed, second.up_to_date) == (0, N), second.stdout + second.stderr
     made.age()
     return made
 
@@ -116,7 +119,7 @@ def test_a_noop_eval_composes_loads_and_starts_nothing(lab: Lab) -> None:
     before = lab.eval()
     db, starts = stamp(lab.data / ".doit.sqlite"), bwrap_starts(lab)
     third = lab.eval(importtime=True)
-    assert (third.executed, third.up_to_date) == (0, 7)
+    assert (third.executed, third.up_to_date) == (0, N)
     assert third.stdout == before.stdout
     assert [m for m in HEAVY if third.imported(m)] == []
     assert bwrap_starts(lab) == starts, "no probe sandbox on a no-op"
@@ -146,7 +149,7 @@ def add_suite_file(lab: Lab) -> None:
 
 
 @pytest.mark.parametrize("change, executed, up_to_date", [
-    (rewrite_cassette, 1, 6), (edit_suite_json, 7, 0), (edit_fixture_file, 7, 0), (add_suite_file, 7, 0)])
+    (rewrite_cassette, 1, N - 1), (edit_suite_json, N, 0), (edit_fixture_file, N, 0), (add_suite_file, N, 0)])
 def test_a_changed_input_runs_again_what_it_keys(lab: Lab, change: Callable[[Lab], None], executed: int,
                                                  up_to_date: int) -> None:
     change(lab)
@@ -157,7 +160,7 @@ def test_a_changed_input_runs_again_what_it_keys(lab: Lab, change: Callable[[Lab
 
 def test_another_override_plans_other_runs(lab: Lab) -> None:
     more = lab.eval("k=2")
-    assert (more.executed, more.up_to_date) == (7, 7)
+    assert (more.executed, more.up_to_date) == (N, N)
 
 
 def test_an_environment_variable_the_configuration_reads_is_read_again(lab: Lab) -> None:
@@ -168,4 +171,4 @@ def test_an_environment_variable_the_configuration_reads_is_read_again(lab: Lab)
     reads_env = "provider.base_url=${oc.env:OPENAI_BASE_URL,http://127.0.0.1:8/v1}"  # not part of a run's identity
     for url in ("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1"):
         run = lab.eval(reads_env, env={"OPENAI_BASE_URL": url})
-        assert run.up_to_date == 7 and saved_base_url() == url
+        assert run.up_to_date == N and saved_base_url() == url

@@ -216,6 +216,8 @@ def test_full_disk_mid_eval_is_one_line_exit_1_and_resumes(tmp_path: Path, exe: 
                           "suite=smoke-coding", "mode=replay")
     line = assert_one_line(result, 1, f"data dir {data}", "No space left on device")
     assert "warning" not in line
+    if exe != "lab":  # the eval on a disk with room is the same code under either command
+        return
     # the namespace (and its tmpfs) is gone; nothing half-written was ever visible there, and the
     # same command on a disk with room completes
     again = lab(["suite=smoke-coding", "mode=replay"], tmp_path / "roomy", exe=exe)
@@ -227,17 +229,18 @@ def test_full_disk_mid_eval_is_one_line_exit_1_and_resumes(tmp_path: Path, exe: 
     ("lab", b"garbage\n"), ("doit", b"\x00" * 4096), ("lab", b"SQLite format 3\x00" + b"\xff" * 200)],
     ids=["lab-text", "doit-zeros", "lab-bad-pages"])
 def test_corrupted_dependency_db_is_rebuilt_with_one_warning(tmp_path: Path, garbage: bytes, exe: str) -> None:
-    first = lab(["suite=core", "mode=replay"], tmp_path, exe=exe)
+    args = ["suite=core", "mode=replay", "tasks=[edit-file,delete-file]"]  # two runs: the database is what is checked
+    first = lab(args, tmp_path, exe=exe)
     assert first.returncode == 0, first.stderr
     before = {p: p.stat().st_mtime_ns for p in record_files(tmp_path)}
     (tmp_path / ".doit.sqlite").write_bytes(garbage)
-    again = lab(["suite=core", "mode=replay"], tmp_path, exe=exe)
+    again = lab(args, tmp_path, exe=exe)
     line = assert_one_line(again, 0, "warning:", ".doit.sqlite", "rebuilt")
     assert "corrupt" in line
-    assert "5 run(s) up to date" in again.stdout
+    assert "2 run(s) up to date" in again.stdout
     assert {p: p.stat().st_mtime_ns for p in record_files(tmp_path)} == before
     assert (tmp_path / ".doit.sqlite.corrupt").read_bytes() == garbage
-    third = lab(["suite=core", "mode=replay"], tmp_path, exe=exe)
+    third = lab(args, tmp_path, exe=exe)
     assert third.returncode == 0 and third.stderr == ""
     assert_report_matches_records(tmp_path)
 

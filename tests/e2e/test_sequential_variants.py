@@ -93,20 +93,23 @@ def test_equal_variants_never_improve_or_regress_and_a_larger_k_continues(tmp_pa
     assert "expected tokens:" in planned.stdout and "cost is not estimated" in planned.stdout
 
 
-def test_sequential_needs_k_and_lab_variants(tmp_path: Path) -> None:
-    data = tmp_path / "runs"
-    missing = run_cmd(["lab", "variants", "suite=core", "variant=baseline,no-compaction", "sequential=true"], data)
-    assert missing.returncode == 1 and missing.stderr.strip() == (
+def test_sequential_needs_k_and_lab_variants(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # In-process: refusals of `lab variants`' own arguments, before any build (the real `doit` process
+    # is run below; test_variants.py runs `lab variants` refusals as real processes).
+    from lab.cli import main
+
+    def refused(*words: str) -> str:
+        assert main(["variants", "suite=core", "variant=baseline,no-compaction", *words]) == 1
+        return capsys.readouterr().err
+
+    assert refused("sequential=true").strip() == (
         "lab variants: sequential=true needs k=K, the most repetitions per task")
-    bad = run_cmd(["lab", "variants", "suite=core", "variant=baseline,no-compaction", "k=5", "sequential=maybe"],
-                  data)
-    assert bad.returncode == 1 and "sequential must be true or false, got 'maybe'" in bad.stderr
-    stray = run_cmd(["lab", "variants", "suite=core", "variant=baseline,no-compaction", "k=5", "round=2"], data)
-    assert stray.returncode == 1 and "round= and tolerance= apply to sequential=true only" in stray.stderr
-    three = run_cmd(["lab", "variants", "suite=core", "variant=baseline,no-compaction,small-context", "k=5",
-                     "sequential=true", "provider=scripted"], data)
-    assert three.returncode == 1 and three.stderr.strip().endswith(
-        "variants: sequential=true compares exactly two variants, got 3"), three.stderr
+    assert "sequential must be true or false, got 'maybe'" in refused("k=5", "sequential=maybe")
+    assert "round= and tolerance= apply to sequential=true only" in refused("k=5", "round=2")
+    three = main(["variants", "suite=core", "variant=baseline,no-compaction,small-context", "k=5",
+                  "sequential=true", "provider=scripted"])
+    err = capsys.readouterr().err
+    assert three == 1 and err.strip().endswith("variants: sequential=true compares exactly two variants, got 3"), err
     under_doit = run_cmd(["doit", "variants", "suite=core", "variant=baseline,no-compaction", "k=5",
-                          "sequential=true"], data)
+                          "sequential=true"], tmp_path / "runs")
     assert under_doit.returncode == 1 and "runs its rounds under `lab variants`" in under_doit.stderr
