@@ -42,6 +42,7 @@ from lab.export.credentials import CREDENTIAL_HEADERS as CREDENTIAL_HEADERS
 from lab.export.credentials import CREDENTIAL_NAME as CREDENTIAL_NAME
 from lab.export.credentials import CREDENTIAL_SUFFIXES as CREDENTIAL_SUFFIXES
 from lab.export.credentials import MIN_CREDENTIAL_CHARS, credential_values, is_credential_header
+from lab.export.key_shapes import ASSIGNMENT_KIND, PEM_BODY_KIND, SHAPES
 from lab.export.linear_scan import linear_denylist, mask_spans, may_match, required_literals
 
 if TYPE_CHECKING:
@@ -96,9 +97,18 @@ EXTRA_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # keeps each start's attempt short.
     (MASKED_KIND, re.compile(r"(?<![A-Za-z0-9_*-])(?:[A-Za-z0-9][A-Za-z0-9_-]{0,23})?\*\*\*\*\**"
                              r"[A-Za-z0-9_-]{2,8}(?![A-Za-z0-9_*-])")),
+    # Provider prefixes, credential assignments, private-key body lines (lab.export.key_shapes).
+    *((kind, pattern) for kind, pattern, _ in SHAPES),
 )
-PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
-                               re.DOTALL)
+SHAPE_CHECKS = {pattern: check for _, pattern, check in SHAPES}
+"""What each shape of :mod:`lab.export.key_shapes` matched holds as a secret (or None)."""
+PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
+                               r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.DOTALL)
+ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
+UNESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+ESCAPE_LEVELS = 3
+"""Levels of JSON string escaping looked through: a tool call's arguments (JSON) inside a stream
+event (JSON) inside a cassette line is two."""
 IDENTIFIER_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
@@ -177,8 +187,30 @@ class SecretScanner:
     def findings(self, text: str) -> list[tuple[str, str]]:
         """(kind, secret value) of every secret in one string; [] when clean.
 
-        Lines are scanned one by one (any line break, so no shape spans two lines).
+        Lines are scanned one by one (any line break, so no shape spans two
+        lines). A text holding JSON string escapes (``\\"``, ``\\n``, ``\\\\``) is
+        also scanned unescaped, up to :data:`ESCAPE_LEVELS` levels (a key in a
+        tool call's arguments inside a stream event, a PEM body inside a
+        JSON string); a secret found there is reported as it is spelled in
+        ``text`` (each spelling found), so :meth:`redact_text` masks it.
         """
+        found = set(self.text_findings(text))
+        variant = text
+        for _ in range(ESCAPE_LEVELS):
+            if "\\" not in variant:
+                break
+            unescaped = ESCAPE.sub(_unescape, variant)
+            if unescaped == variant:
+                break
+            variant = unescaped
+            for kind, value in self.text_findings(variant):
+                found.update((kind, spelled) for spelled in _spellings(value) if spelled in text)
+                if not any(spelled in text for spelled in _spellings(value)):
+                    found.add((kind, value))  # spelled in a way not rebuilt here: reported, so the guard refuses
+        return sorted(found)
+
+    def text_findings(self, text: str) -> list[tuple[str, str]]:
+        """:meth:`findings` of ``text`` as it is, escapes not looked through."""
         found = {(f"credential from ${name}", value) for name, value in self._credentials if value in text}
         if _shape_hint().search(text) is None:  # no key shape anywhere: the common case, one search
             return sorted(found)
@@ -200,6 +232,15 @@ class SecretScanner:
                 found.update((str(plugin.secret_type), value) for value in _matched_values(plugin, line))
         found.update((SK_KIND, m.group(0)) for m in SK_KEY.finditer(line) if _key_like(m.group(0)[3:]))
         for kind, pattern in EXTRA_SHAPES:
+            check = SHAPE_CHECKS.get(pattern)
+            if check is not None:
+                if gated and not may_match(pattern, line):
+                    continue
+                for match in pattern.finditer(line):
+                    value = check(match)
+                    if value and (kind in (ASSIGNMENT_KIND, PEM_BODY_KIND) or _plausible(value)):
+                        found.add((kind, value))
+                continue
             for match in pattern.finditer(line):
                 value = match.group(match.re.groups and 1 or 0)
                 if kind == MASKED_KIND or _plausible(value) and (kind != "Bearer Token" or _opaque(value)):
@@ -216,7 +257,8 @@ class SecretScanner:
         if not findings:
             return text, []
         markers: dict[str, str] = {}
-        for kind, value in findings:  # sorted: a value found as two kinds takes the first kind's marker
+        # A value found as two kinds takes the first kind's marker, a named kind before a credential assignment.
+        for kind, value in sorted(findings, key=lambda found: (found[0] == ASSIGNMENT_KIND, found)):
             markers.setdefault(value, marker(kind))
         return mask_spans(text, markers), sorted({kind for kind, _ in findings})
 
@@ -305,7 +347,7 @@ def _shape_hint() -> re.Pattern[str]:
     each pattern in tests/export.
     """
     patterns = [p for plugin in key_shape_plugins() for p in plugin().denylist]
-    patterns += [SK_KEY, *(p for _, p in EXTRA_SHAPES), re.compile("-----BEGIN [A-Z ]*PRIVATE KEY-----")]
+    patterns += [SK_KEY, *(p for _, p in EXTRA_SHAPES), re.compile("-----BEGIN [A-Z0-9 ]*PRIVATE KEY")]
     alternatives = []
     for pattern in patterns:
         literal = max(required_literals(pattern), key=len, default="")
@@ -351,6 +393,23 @@ def marker(kind: str) -> str:
     if kind == SK_KIND:
         return "<secret:api-key>"
     return "<secret:" + re.sub(r"[^a-z0-9]+", "-", kind.lower()).strip("-") + ">"
+
+
+def _unescape(match: re.Match[str]) -> str:
+    """One JSON string escape decoded (``\\n`` -> line break, ``\\u0041`` -> ``A``)."""
+    code = match.group(1)
+    if code[0] == "u":
+        return chr(int(code[1:], 16))
+    return UNESCAPES.get(code, code)
+
+
+def _spellings(value: str) -> list[str]:
+    """``value`` as one and two levels of JSON string escaping write it (also with ``\\/``)."""
+    import json
+
+    once = json.dumps(value, ensure_ascii=False)[1:-1]
+    twice = json.dumps(once, ensure_ascii=False)[1:-1]
+    return list(dict.fromkeys([value, once, twice, once.replace("/", "\\/"), twice.replace("/", "\\\\/")]))
 
 
 def _opaque(token: str) -> bool:
