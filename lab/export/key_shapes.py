@@ -46,7 +46,8 @@ Check = Callable[["re.Match[str]"], "str | None"]
 _BODY = r"[A-Za-z0-9]"
 _NOT_BEFORE = r"(?<![A-Za-z0-9_-])"
 
-# (kind, prefix, body pattern). The body follows the prefix; the whole match is the secret.
+# (kind, prefix, body pattern). The body follows the prefix; the whole match is the secret. A prefix
+# that does not start with a literal has its literal part in _PREFIX_HINTS.
 _PREFIXES: tuple[tuple[str, str, str], ...] = (
     ("Hugging Face Token", r"hf_", r"[A-Za-z0-9]{30,}"),
     ("Hugging Face Token", r"api_org_", r"[A-Za-z0-9]{30,}"),
@@ -94,6 +95,9 @@ _PREFIXES: tuple[tuple[str, str, str], ...] = (
     ("Discord Webhook", r"discord(?:app)?\.com/api/webhooks/", r"\d{6,}/[A-Za-z0-9_-]{40,}"),
 )
 
+_PREFIX_HINTS = {r"[A-Za-z0-9]{14}\.atlasv1\.": r"\.atlasv1\.", r"[A-Za-z0-9_~.]{3}\dQ~": r"\dQ~",
+                 r"discord(?:app)?\.com/api/webhooks/": r"/api/webhooks/"}
+
 PREFIXED_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(_NOT_BEFORE + prefix + body)) for kind, prefix, body in _PREFIXES)
 """(kind, pattern) of every provider prefix; the whole match is the key."""
@@ -102,7 +106,7 @@ _CREDENTIAL_WORD = (r"(?:api[_.-]?key|apikey|access[_.-]?key|secret|token|passw(
                     r"|private[_.-]?key|auth[_.-]?key|account[_.-]?key|subscription[_.-]?key|client[_.-]?key"
                     r"|signing[_.-]?key|master[_.-]?key|[?&]sig|(?-i:[A-Z0-9]_KEY))")
 ASSIGNMENT = re.compile(
-    r"(?i)" + _CREDENTIAL_WORD + r"([A-Za-z0-9_.-]{0,32}?)[\"']?[^\S\n]*(?::=|=>|[=:])[^\S\n]*[\"']?"
+    r"(?ai)" + _CREDENTIAL_WORD + r"([A-Za-z0-9_.-]{0,32}?)[\"']?[^\S\n]*(?::=|=>|[=:])[^\S\n]*[\"']?"
     r"([A-Za-z0-9_/+=.~-]{16,})")
 """A value assigned to a credential-named key: group 1 is the rest of the name, group 2 the value."""
 ASSIGNMENT_KIND = "Credential Assignment"
@@ -112,7 +116,7 @@ _NOT_A_CREDENTIAL_NAME = re.compile(
 
 AWS_SECRET_KIND = "AWS Secret Access Key"
 AWS_SECRET = re.compile(
-    r"(?i)(?:aws)?[_.-]?secret[_.-]?(?:access)?[_.-]?key[\"']?[^\S\n]*(?::=|=>|[=:])[^\S\n]*[\"']?"
+    r"(?ai)secret[_.-]?(?:access)?[_.-]?key[\"']?[^\S\n]*(?::=|=>|[=:])[^\S\n]*[\"']?"
     r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])")
 """An AWS secret access key as credentials files, ``.env`` files, JSON (``SecretAccessKey``) write it."""
 
@@ -122,6 +126,13 @@ PEM_BODY_LINE = re.compile(
     r"(?:MII[A-Za-z0-9+/]{2}(?:QIBADAN|gIBAAKC|wIBAAKC|AIBAAKC)|MHcCAQEE|MC4CAQAw|MIG2AgEA|MIGHAgEA"
     r"|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{8,}={0,2})(?=[\s\"',<)\]|\\]|$)")
 """One line of a private key's base64 body, bounded by whitespace, quotes or a ``path:line:`` prefix."""
+
+SHAPE_HINT = re.compile("|".join([*dict.fromkeys(_PREFIX_HINTS.get(prefix, prefix) for _, prefix, _ in _PREFIXES),
+                                  r"(?<![^\s:\"'=>(\[,|])[A-Za-z0-9+/]{16}"]))
+"""Finds something wherever a prefixed key or a private-key body line is (its prefix, a base64 run)."""
+WORD_HINT = re.compile(r"key|secret|token|passw|pwd|credential|sig")
+"""Finds something in the *lower-cased* text wherever a credential assignment is (ASCII-only
+case-insensitive patterns, so ``str.lower`` folds every case they match)."""
 
 
 def _key_like(body: str) -> bool:

@@ -42,7 +42,7 @@ from lab.export.credentials import CREDENTIAL_HEADERS as CREDENTIAL_HEADERS
 from lab.export.credentials import CREDENTIAL_NAME as CREDENTIAL_NAME
 from lab.export.credentials import CREDENTIAL_SUFFIXES as CREDENTIAL_SUFFIXES
 from lab.export.credentials import MIN_CREDENTIAL_CHARS, credential_values, is_credential_header
-from lab.export.key_shapes import ASSIGNMENT_KIND, PEM_BODY_KIND, SHAPES
+from lab.export.key_shapes import ASSIGNMENT_KIND, PEM_BODY_KIND, SHAPE_HINT, SHAPES, WORD_HINT
 from lab.export.linear_scan import linear_denylist, mask_spans, may_match, required_literals
 
 if TYPE_CHECKING:
@@ -144,11 +144,15 @@ class SecretScanner:
         self._credentials = sorted(credential_values(env, credential_env).items())
         # Found in a string wherever a credential value or a key shape is: a string it finds
         # nothing in is clean (one search), which most strings of a document are.
-        self._suspect = re.compile("|".join([_shape_hint().pattern,
-                                             *(re.escape(value) for _, value in self._credentials)]))
+        self._suspect_pattern = re.compile("|".join([_shape_hint().pattern,
+                                                     *(re.escape(value) for _, value in self._credentials)]))
         self._plugins = [plugin() for plugin in key_shape_plugins()]
         for plugin in self._plugins:  # this instance's patterns (the class keeps detect-secrets' own)
             setattr(plugin, "denylist", linear_denylist(plugin.denylist))  # a class attribute in each plugin
+
+    def _suspect(self, text: str) -> bool:
+        """False when ``text`` surely holds no secret: no key shape (:func:`may_hold_key`), no credential."""
+        return self._suspect_pattern.search(text) is not None or WORD_HINT.search(text.lower()) is not None
 
     def scan(self, document: Any, *, field: str = "") -> list[SecretHit]:
         """Every hit in ``document`` (dicts, lists, strings, scalars), in document order.
@@ -212,11 +216,11 @@ class SecretScanner:
     def text_findings(self, text: str) -> list[tuple[str, str]]:
         """:meth:`findings` of ``text`` as it is, escapes not looked through."""
         found = {(f"credential from ${name}", value) for name, value in self._credentials if value in text}
-        if _shape_hint().search(text) is None:  # no key shape anywhere: the common case, one search
+        if not may_hold_key(text):  # no key shape anywhere: the common case, two searches
             return sorted(found)
         found.update(("Private Key", m.group(0)) for m in PRIVATE_KEY_BLOCK.finditer(text))
         for line in text.splitlines() or [text]:
-            if _shape_hint().search(line) is not None:
+            if may_hold_key(line):
                 found.update(self._line_findings(line))
         return sorted(found)
 
@@ -272,17 +276,17 @@ class SecretScanner:
 
     def _redact(self, value: Any, path: str, hits: list[SecretHit]) -> Any:
         if isinstance(value, str):
-            if self._suspect.search(value) is None:
+            if not self._suspect(value):
                 return value
             text, kinds = self.redact_text(value)
             hits.extend(SecretHit(path, kind) for kind in kinds)
             return text
         if isinstance(value, dict):
             out = {}
-            suspect = self._suspect.search
+            suspect = self._suspect
             for index, (key, item) in enumerate(value.items()):
-                if (not isinstance(key, str) or suspect(key) is None) and (
-                        isinstance(item, str) and suspect(item) is None
+                if (not isinstance(key, str) or not suspect(key)) and (
+                        isinstance(item, str) and not suspect(item)
                         or not isinstance(item, (str, dict, list, tuple))):
                     out[key] = item  # clean key and clean scalar: no path to build
                     continue
@@ -327,6 +331,12 @@ def describe_hits(hits: list[SecretHit], *, limit: int = 5) -> str:
     return shown + (f"; and {more} more" if more > 0 else "")
 
 
+def may_hold_key(text: str) -> bool:
+    """False when ``text`` surely holds no key shape: neither :func:`_shape_hint` nor
+    :data:`lab.export.key_shapes.WORD_HINT` (on the lower-cased text) finds anything."""
+    return _shape_hint().search(text) is not None or WORD_HINT.search(text.lower()) is not None
+
+
 _SCOPED_FLAGS = ((re.IGNORECASE, "i"), (re.DOTALL, "s"), (re.VERBOSE, "x"))
 _GLOBAL_FLAGS = re.compile(r"^\(\?[aiLmsux]+\)")
 
@@ -347,7 +357,8 @@ def _shape_hint() -> re.Pattern[str]:
     each pattern in tests/export.
     """
     patterns = [p for plugin in key_shape_plugins() for p in plugin().denylist]
-    patterns += [SK_KEY, *(p for _, p in EXTRA_SHAPES), re.compile("-----BEGIN [A-Z0-9 ]*PRIVATE KEY")]
+    patterns += [SK_KEY, *(p for _, p in EXTRA_SHAPES if p not in SHAPE_CHECKS),
+                 re.compile("-----BEGIN [A-Z0-9 ]*PRIVATE KEY"), SHAPE_HINT]
     alternatives = []
     for pattern in patterns:
         literal = max(required_literals(pattern), key=len, default="")
