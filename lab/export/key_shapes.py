@@ -122,13 +122,14 @@ AWS_SECRET = re.compile(
 
 PEM_BODY_KIND = "Private Key"
 PEM_BODY_LINE = re.compile(
-    r"(?<![^\s:\"'=>(\[,|])([A-Za-z0-9+/]{70}|[A-Za-z0-9+/]{64}|"
+    r"(?<![A-Za-z0-9+/_.-])([A-Za-z0-9+/]{70}|[A-Za-z0-9+/]{64}|"
     r"(?:MII[A-Za-z0-9+/]{2}(?:QIBADAN|gIBAAKC|wIBAAKC|AIBAAKC)|MHcCAQEE|MC4CAQAw|MIG2AgEA|MIGHAgEA"
-    r"|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{8,}={0,2})(?=[\s\"',<)\]|\\]|$)")
-"""One line of a private key's base64 body, bounded by whitespace, quotes or a ``path:line:`` prefix."""
+    r"|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{8,})={0,2}(?![A-Za-z0-9+/=_.-])")
+"""One line of a private key's base64 body: a run of base64 characters standing alone (not part of a
+longer run, a base64url token, a dotted name or ``sha384-…``)."""
 
 SHAPE_HINT = re.compile("|".join([*dict.fromkeys(_PREFIX_HINTS.get(prefix, prefix) for _, prefix, _ in _PREFIXES),
-                                  r"(?<![^\s:\"'=>(\[,|])[A-Za-z0-9+/]{16}"]))
+                                  r"(?<![A-Za-z0-9+/_.-])[A-Za-z0-9+/]{16}"]))
 """Finds something wherever a prefixed key or a private-key body line is (its prefix, a base64 run)."""
 WORD_HINT = re.compile(r"key|secret|token|passw|pwd|credential|sig")
 """Finds something in the *lower-cased* text wherever a credential assignment is (ASCII-only
