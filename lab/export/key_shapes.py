@@ -120,20 +120,25 @@ AWS_SECRET = re.compile(
     r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])")
 """An AWS secret access key as credentials files, ``.env`` files, JSON (``SecretAccessKey``) write it."""
 
+_DER_STARTS = (r"MII[A-Za-z0-9+/]{2}(?:QIBADAN|gIBAAKC|wIBAAKC|AIBAAKC)", "MHcCAQEE", "MC4CAQAw", "MIG2AgEA",
+               "MIGHAgEA", "b3BlbnNzaC1rZXktdjE")
+"""How a private key's base64 body starts: PKCS#8 and PKCS#1 RSA, SEC1 and PKCS#8 EC, Ed25519, OpenSSH."""
 PEM_BODY_KIND = "Private Key"
 PEM_BODY_LINE = re.compile(
     r"(?<![A-Za-z0-9+/_.-])([A-Za-z0-9+/]{70}|[A-Za-z0-9+/]{64}|"
-    r"(?:MII[A-Za-z0-9+/]{2}(?:QIBADAN|gIBAAKC|wIBAAKC|AIBAAKC)|MHcCAQEE|MC4CAQAw|MIG2AgEA|MIGHAgEA"
-    r"|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{8,})={0,2}(?![A-Za-z0-9+/=_.-])")
+    r"(?:" + "|".join(_DER_STARTS) + r")[A-Za-z0-9+/]{8,})={0,2}(?![A-Za-z0-9+/=_.-])")
 """One line of a private key's base64 body: a run of base64 characters standing alone (not part of a
 longer run, a base64url token, a dotted name or ``sha384-…``)."""
 
 SHAPE_HINT = re.compile("|".join([*dict.fromkeys(_PREFIX_HINTS.get(prefix, prefix) for _, prefix, _ in _PREFIXES),
-                                  r"(?<![A-Za-z0-9+/_.-])[A-Za-z0-9+/]{16}"]))
-"""Finds something wherever a prefixed key or a private-key body line is (its prefix, a base64 run)."""
-WORD_HINT = re.compile(r"key|secret|token|passw|pwd|credential|sig")
-"""Finds something in the *lower-cased* text wherever a credential assignment is (ASCII-only
-case-insensitive patterns, so ``str.lower`` folds every case they match)."""
+                                  r"(?<![A-Za-z0-9+/_.-])(?=[A-Za-z0-9+/]{0,69}[g-zG-Z+/])"
+                                  r"(?:[A-Za-z0-9+/]{70}|[A-Za-z0-9+/]{64})(?![A-Za-z0-9+/])", *_DER_STARTS]))
+"""Finds something wherever a prefixed key or a private-key body line is: its prefix; a standalone
+run of 64 or 70 base64 characters that is not hex (a sha256 digest is not a key line); a DER opening."""
+WORD_HINT = re.compile(r"(?:key|secret|token|passw|pwd|credential|sig)[a-z0-9_.-]{0,48}[\"']?[^\S\n]*[=:]", re.ASCII)
+"""Finds something in the *lower-cased* text wherever a credential assignment is: a word of the
+credential names followed by the assignment (the patterns are ASCII-only and case-insensitive, so
+``str.lower`` folds every case they match). A bare name such as ``inputTokens`` is not one."""
 
 
 def _key_like(body: str) -> bool:

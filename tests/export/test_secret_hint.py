@@ -39,7 +39,7 @@ def check_shape_in_text(pattern: re.Pattern[str], data: st.DataObject) -> None:
     glue = data.draw(st.sampled_from(["", " ", *BREAKS]), label="glue")
     text = before + glue + shape + glue + after
     scanner = SecretScanner(env={})
-    assert may_hold_key(shape)
+    assert may_hold_key(shape) or full_scan(scanner, shape) == []  # all it may skip is a look-alike
     assert scanner.text_findings(text) == full_scan(scanner, text)
 
 
