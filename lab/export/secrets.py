@@ -42,6 +42,7 @@ from lab.export.credentials import CREDENTIAL_HEADERS as CREDENTIAL_HEADERS
 from lab.export.credentials import CREDENTIAL_NAME as CREDENTIAL_NAME
 from lab.export.credentials import CREDENTIAL_SUFFIXES as CREDENTIAL_SUFFIXES
 from lab.export.credentials import MIN_CREDENTIAL_CHARS, credential_values, is_credential_header
+from lab.export.escapes import spellings, unescaped
 from lab.export.key_shapes import ASSIGNMENT_KIND, PEM_BODY_KIND, SHAPE_HINT, SHAPES, WORD_HINT
 from lab.export.linear_scan import linear_denylist, mask_spans, may_match, required_literals
 
@@ -104,11 +105,6 @@ SHAPE_CHECKS = {pattern: check for _, pattern, check in SHAPES}
 """What each shape of :mod:`lab.export.key_shapes` matched holds as a secret (or None)."""
 PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
                                r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.DOTALL)
-ESCAPE = re.compile(r'\\(["\\/bfnrt]|u[0-9a-fA-F]{4})')
-UNESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-ESCAPE_LEVELS = 3
-"""Levels of JSON string escaping looked through: a tool call's arguments (JSON) inside a stream
-event (JSON) inside a cassette line is two."""
 IDENTIFIER_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
@@ -193,24 +189,17 @@ class SecretScanner:
 
         Lines are scanned one by one (any line break, so no shape spans two
         lines). A text holding JSON string escapes (``\\"``, ``\\n``, ``\\\\``) is
-        also scanned unescaped, up to :data:`ESCAPE_LEVELS` levels (a key in a
+        also scanned unescaped, up to :data:`lab.export.escapes.ESCAPE_LEVELS` levels (a key in a
         tool call's arguments inside a stream event, a PEM body inside a
         JSON string); a secret found there is reported as it is spelled in
         ``text`` (each spelling found), so :meth:`redact_text` masks it.
         """
         found = set(self.text_findings(text))
-        variant = text
-        for _ in range(ESCAPE_LEVELS):
-            if "\\" not in variant:
-                break
-            unescaped = ESCAPE.sub(_unescape, variant)
-            if unescaped == variant:
-                break
-            variant = unescaped
+        for variant in unescaped(text):
             for kind, value in self.text_findings(variant):
-                found.update((kind, spelled) for spelled in _spellings(value) if spelled in text)
-                if not any(spelled in text for spelled in _spellings(value)):
-                    found.add((kind, value))  # spelled in a way not rebuilt here: reported, so the guard refuses
+                spelled = [form for form in spellings(value) if form in text]
+                # A spelling not rebuilt here is still reported, so the last guard refuses it.
+                found.update((kind, form) for form in spelled or [value])
         return sorted(found)
 
     def text_findings(self, text: str) -> list[tuple[str, str]]:
@@ -404,23 +393,6 @@ def marker(kind: str) -> str:
     if kind == SK_KIND:
         return "<secret:api-key>"
     return "<secret:" + re.sub(r"[^a-z0-9]+", "-", kind.lower()).strip("-") + ">"
-
-
-def _unescape(match: re.Match[str]) -> str:
-    """One JSON string escape decoded (``\\n`` -> line break, ``\\u0041`` -> ``A``)."""
-    code = match.group(1)
-    if code[0] == "u":
-        return chr(int(code[1:], 16))
-    return UNESCAPES.get(code, code)
-
-
-def _spellings(value: str) -> list[str]:
-    """``value`` as one and two levels of JSON string escaping write it (also with ``\\/``)."""
-    import json
-
-    once = json.dumps(value, ensure_ascii=False)[1:-1]
-    twice = json.dumps(once, ensure_ascii=False)[1:-1]
-    return list(dict.fromkeys([value, once, twice, once.replace("/", "\\/"), twice.replace("/", "\\\\/")]))
 
 
 def _opaque(token: str) -> bool:
