@@ -32,9 +32,12 @@ from ``<user cache dir>/config/`` (``lab.stamps.shared_cache_dir``) without impo
 Nothing is remembered when an input changed while it was composed, when a
 config file or override holds an interpolation whose
 value is not a function of these inputs (``${now:…}``, ``${hydra:…}``, a
-custom resolver), when it reads a variable named like a credential, when a
-provider header carries one, or when the configuration does not survive a
-JSON round trip unchanged. A failed compose is never remembered: its error
+custom resolver), when it reads a variable named like a credential, when it
+sets any provider header (``provider.headers`` values are gateway plumbing and
+may be secrets whatever their name: they are never written to the user cache
+dir), when the entry would hold a secret the scanner finds
+(:mod:`lab.export.secrets`: a key in an override or a config value), or when
+the configuration does not survive a JSON round trip unchanged. A failed compose is never remembered: its error
 is reported again.
 """
 
@@ -231,17 +234,30 @@ def _remember(file: Path, ident: dict[str, Any], config: EffectiveConfig, watche
             return
     except (TypeError, ValueError):
         return
+    if _holds_secret(ident, config.data):
+        return
     env = {name: env_digest(os.environ.get(name)) for name in sorted(names)}
     if remember(file, KIND, ident, inputs, {"env": env, "data": config.data, "variant": config.variant}):
         _prune(file.parent)
 
 
 def _credentials_named(env_names: set[str], data: dict[str, Any]) -> bool:
-    """Whether a variable read or a provider header is named like a credential (never remembered)."""
-    from lab.export.credentials import CREDENTIAL_NAME, is_credential_header
+    """Whether a variable read is named like a credential or any provider header is set (never remembered:
+    a header's value may be a secret whatever its name, and the entry would keep it verbatim)."""
+    from lab.export.credentials import CREDENTIAL_NAME
 
     headers = (data.get("provider") or {}).get("headers") or {}
-    return any(CREDENTIAL_NAME.search(n) for n in env_names) or any(is_credential_header(str(h)) for h in headers)
+    return any(CREDENTIAL_NAME.search(n) for n in env_names) or bool(headers)
+
+
+def _holds_secret(ident: dict[str, Any], data: dict[str, Any]) -> bool:
+    """Whether the overrides or the configuration hold a secret (a key shape or a credential of the
+    environment, :class:`lab.export.secrets.SecretScanner`): such an entry is never written."""
+    from lab.export.secrets import SecretScanner
+
+    provider = data.get("provider") or {}
+    scanner = SecretScanner(env=os.environ, credential_env=[str(provider.get("api_key_env") or "")])
+    return bool(scanner.scan({"overrides": ident["overrides"], "data": data}))
 
 
 def _prune(directory: Path) -> None:

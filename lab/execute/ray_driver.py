@@ -248,15 +248,16 @@ def _write_cassette(ctx: Any, task_id: str, data: bytes, record: dict[str, Any])
     from lab.files import split_lines
     from lab.replay.cassette import dump_cassette, write_cassette
     from lab.replay.layout import cassette_path
-    from lab.replay.scrub import redact_cassette
+    from lab.replay.scrub import check_secrets, redact_cassette
 
     lines = [json.loads(line) for line in split_lines(data.decode("utf-8")) if line]
     header, calls = lines[0], lines[1:]
     header.pop("recordedAt", None)
     header, calls, replaced = redact_cassette(header, calls, env=ctx.env, credential_env=credential_env(ctx))
+    path = cassette_path(ctx.cassette_dir, ctx.suite.id, task_id)
+    check_secrets(header, calls, source=str(path), env=ctx.env, credential_env=credential_env(ctx))  # last guard (R4)
     if replaced:
         record["redactions"] = list(record.get("redactions") or []) + [{"file": "cassette", **hit} for hit in replaced]
-    path = cassette_path(ctx.cassette_dir, ctx.suite.id, task_id)
     header["recordedAt"] = recorded_at(path, header, calls)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_cassette(path, dump_cassette(header, calls))

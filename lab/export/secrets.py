@@ -42,6 +42,8 @@ from lab.export.credentials import CREDENTIAL_HEADERS as CREDENTIAL_HEADERS
 from lab.export.credentials import CREDENTIAL_NAME as CREDENTIAL_NAME
 from lab.export.credentials import CREDENTIAL_SUFFIXES as CREDENTIAL_SUFFIXES
 from lab.export.credentials import MIN_CREDENTIAL_CHARS, credential_values, is_credential_header
+from lab.export.escapes import spellings, unescaped
+from lab.export.key_shapes import ASSIGNMENT_KIND, PEM_BODY_KIND, SHAPE_HINT, SHAPES, WORD_HINT
 from lab.export.linear_scan import linear_denylist, mask_spans, may_match, required_literals
 
 if TYPE_CHECKING:
@@ -96,9 +98,13 @@ EXTRA_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # keeps each start's attempt short.
     (MASKED_KIND, re.compile(r"(?<![A-Za-z0-9_*-])(?:[A-Za-z0-9][A-Za-z0-9_-]{0,23})?\*\*\*\*\**"
                              r"[A-Za-z0-9_-]{2,8}(?![A-Za-z0-9_*-])")),
+    # Provider prefixes, credential assignments, private-key body lines (lab.export.key_shapes).
+    *((kind, pattern) for kind, pattern, _ in SHAPES),
 )
-PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
-                               re.DOTALL)
+SHAPE_CHECKS = {pattern: check for _, pattern, check in SHAPES}
+"""What each shape of :mod:`lab.export.key_shapes` matched holds as a secret (or None)."""
+PRIVATE_KEY_BLOCK = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
+                               r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.DOTALL)
 IDENTIFIER_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
@@ -134,11 +140,15 @@ class SecretScanner:
         self._credentials = sorted(credential_values(env, credential_env).items())
         # Found in a string wherever a credential value or a key shape is: a string it finds
         # nothing in is clean (one search), which most strings of a document are.
-        self._suspect = re.compile("|".join([_shape_hint().pattern,
-                                             *(re.escape(value) for _, value in self._credentials)]))
+        self._suspect_pattern = re.compile("|".join([_shape_hint().pattern,
+                                                     *(re.escape(value) for _, value in self._credentials)]))
         self._plugins = [plugin() for plugin in key_shape_plugins()]
         for plugin in self._plugins:  # this instance's patterns (the class keeps detect-secrets' own)
             setattr(plugin, "denylist", linear_denylist(plugin.denylist))  # a class attribute in each plugin
+
+    def _suspect(self, text: str) -> bool:
+        """False when ``text`` surely holds no secret: no key shape (:func:`may_hold_key`), no credential."""
+        return self._suspect_pattern.search(text) is not None or WORD_HINT.search(text.lower()) is not None
 
     def scan(self, document: Any, *, field: str = "") -> list[SecretHit]:
         """Every hit in ``document`` (dicts, lists, strings, scalars), in document order.
@@ -177,14 +187,29 @@ class SecretScanner:
     def findings(self, text: str) -> list[tuple[str, str]]:
         """(kind, secret value) of every secret in one string; [] when clean.
 
-        Lines are scanned one by one (any line break, so no shape spans two lines).
+        Lines are scanned one by one (any line break, so no shape spans two
+        lines). A text holding JSON string escapes (``\\"``, ``\\n``, ``\\\\``) is
+        also scanned unescaped, up to :data:`lab.export.escapes.ESCAPE_LEVELS` levels (a key in a
+        tool call's arguments inside a stream event, a PEM body inside a
+        JSON string); a secret found there is reported as it is spelled in
+        ``text`` (each spelling found), so :meth:`redact_text` masks it.
         """
+        found = set(self.text_findings(text))
+        for variant in unescaped(text):
+            for kind, value in self.text_findings(variant):
+                spelled = [form for form in spellings(value) if form in text]
+                # A spelling not rebuilt here is still reported, so the last guard refuses it.
+                found.update((kind, form) for form in spelled or [value])
+        return sorted(found)
+
+    def text_findings(self, text: str) -> list[tuple[str, str]]:
+        """:meth:`findings` of ``text`` as it is, escapes not looked through."""
         found = {(f"credential from ${name}", value) for name, value in self._credentials if value in text}
-        if _shape_hint().search(text) is None:  # no key shape anywhere: the common case, one search
+        if not may_hold_key(text):  # no key shape anywhere: the common case, two searches
             return sorted(found)
         found.update(("Private Key", m.group(0)) for m in PRIVATE_KEY_BLOCK.finditer(text))
         for line in text.splitlines() or [text]:
-            if _shape_hint().search(line) is not None:
+            if may_hold_key(line):
                 found.update(self._line_findings(line))
         return sorted(found)
 
@@ -200,6 +225,15 @@ class SecretScanner:
                 found.update((str(plugin.secret_type), value) for value in _matched_values(plugin, line))
         found.update((SK_KIND, m.group(0)) for m in SK_KEY.finditer(line) if _key_like(m.group(0)[3:]))
         for kind, pattern in EXTRA_SHAPES:
+            check = SHAPE_CHECKS.get(pattern)
+            if check is not None:
+                if gated and not may_match(pattern, line):
+                    continue
+                for match in pattern.finditer(line):
+                    value = check(match)
+                    if value and (kind in (ASSIGNMENT_KIND, PEM_BODY_KIND) or _plausible(value)):
+                        found.add((kind, value))
+                continue
             for match in pattern.finditer(line):
                 value = match.group(match.re.groups and 1 or 0)
                 if kind == MASKED_KIND or _plausible(value) and (kind != "Bearer Token" or _opaque(value)):
@@ -216,7 +250,8 @@ class SecretScanner:
         if not findings:
             return text, []
         markers: dict[str, str] = {}
-        for kind, value in findings:  # sorted: a value found as two kinds takes the first kind's marker
+        # A value found as two kinds takes the first kind's marker, a named kind before a credential assignment.
+        for kind, value in sorted(findings, key=lambda found: (found[0] == ASSIGNMENT_KIND, found)):
             markers.setdefault(value, marker(kind))
         return mask_spans(text, markers), sorted({kind for kind, _ in findings})
 
@@ -230,17 +265,17 @@ class SecretScanner:
 
     def _redact(self, value: Any, path: str, hits: list[SecretHit]) -> Any:
         if isinstance(value, str):
-            if self._suspect.search(value) is None:
+            if not self._suspect(value):
                 return value
             text, kinds = self.redact_text(value)
             hits.extend(SecretHit(path, kind) for kind in kinds)
             return text
         if isinstance(value, dict):
             out = {}
-            suspect = self._suspect.search
+            suspect = self._suspect
             for index, (key, item) in enumerate(value.items()):
-                if (not isinstance(key, str) or suspect(key) is None) and (
-                        isinstance(item, str) and suspect(item) is None
+                if (not isinstance(key, str) or not suspect(key)) and (
+                        isinstance(item, str) and not suspect(item)
                         or not isinstance(item, (str, dict, list, tuple))):
                     out[key] = item  # clean key and clean scalar: no path to build
                     continue
@@ -285,6 +320,12 @@ def describe_hits(hits: list[SecretHit], *, limit: int = 5) -> str:
     return shown + (f"; and {more} more" if more > 0 else "")
 
 
+def may_hold_key(text: str) -> bool:
+    """False when ``text`` surely holds no key shape: neither :func:`_shape_hint` nor
+    :data:`lab.export.key_shapes.WORD_HINT` (on the lower-cased text) finds anything."""
+    return _shape_hint().search(text) is not None or WORD_HINT.search(text.lower()) is not None
+
+
 _SCOPED_FLAGS = ((re.IGNORECASE, "i"), (re.DOTALL, "s"), (re.VERBOSE, "x"))
 _GLOBAL_FLAGS = re.compile(r"^\(\?[aiLmsux]+\)")
 
@@ -305,7 +346,8 @@ def _shape_hint() -> re.Pattern[str]:
     each pattern in tests/export.
     """
     patterns = [p for plugin in key_shape_plugins() for p in plugin().denylist]
-    patterns += [SK_KEY, *(p for _, p in EXTRA_SHAPES), re.compile("-----BEGIN [A-Z ]*PRIVATE KEY-----")]
+    patterns += [SK_KEY, *(p for _, p in EXTRA_SHAPES if p not in SHAPE_CHECKS),
+                 re.compile("-----BEGIN [A-Z0-9 ]*PRIVATE KEY"), SHAPE_HINT]
     alternatives = []
     for pattern in patterns:
         literal = max(required_literals(pattern), key=len, default="")

@@ -142,7 +142,12 @@ def test_an_override_reading_the_environment_composes_again(conf: Path, tmp_path
 
 @pytest.mark.parametrize("overrides", [["provider.model=${now:%H%M%S%f}"],
                                        ["provider.model=${oc.env:SOME_TOKEN,x}"],
-                                       ["+provider.headers.X-Api-Token=abc"]])
+                                       ["+provider.headers.X-Api-Token=abc"],
+                                       # Any header: its value may be a secret whatever its name.
+                                       ["+provider.headers.X-Title=lab"],
+                                       ["+provider.headers.X-Org=" + "hf_" + "q8Wd3Rt6Yp1Lk9Zx4Cv7Bn2Mm5Jh0Gf3Ds"],
+                                       # A key shape anywhere in an override or the configuration.
+                                       ["provider.model=" + "gsk_" + "q8Wd3Rt6Yp1Lk9Zx4Cv7Bn2Mm5Jh0Gf3Ds6Aa1Ss"]])
 def test_configurations_that_must_not_be_remembered_are_composed_every_time(
         conf: Path, tmp_path: Path, composes: list[list[str]], overrides: list[str]) -> None:
     cached(conf, tmp_path, overrides)

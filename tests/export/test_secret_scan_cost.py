@@ -63,7 +63,7 @@ def test_every_match_holds_the_required_literals(pattern: re.Pattern[str], data:
 def test_repetitive_text_scans_as_in_full(units: list[str], repeats: int, glue: str) -> None:
     text = glue.join(units) * repeats
     scanner = SecretScanner(env={})
-    assert scanner.findings(text) == full_scan(scanner, text)
+    assert scanner.text_findings(text) == full_scan(scanner, text)
 
 
 SCAN_EVERY_LINE = textwrap.dedent("""
