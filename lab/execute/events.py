@@ -26,6 +26,7 @@ import atexit
 import copy
 import json
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -105,6 +106,8 @@ class EventLog:
 
     def emit(self, event: str, **fields: Any) -> dict[str, Any]:
         """Record one event and return it."""
+        if isinstance(fields.get("reason"), str):
+            fields["reason"] = redact_reason(fields["reason"])
         record = {"schema": SCHEMA, "event": event, "ts": self.clock(), **self.identity, **fields}
         line = encodable(json.dumps(record, sort_keys=True, ensure_ascii=False)) + "\n"
         with self._lock:
@@ -171,6 +174,23 @@ def _close_appenders() -> None:
     with _FILE_LOCK:
         for path in list(_APPENDERS):
             _close_appender(path)
+
+
+def redact_reason(reason: str) -> str:
+    """``reason`` with every key shape masked (an error message may quote what a server or an agent
+    sent; events reach ``history.jsonl``, the report's ``events.jsonl`` and stderr like records do).
+
+    The scan is :class:`lab.export.secrets.SecretScanner` over the process environment's
+    credentials, imported only when the reason has a word long enough to be a key (16 characters).
+    """
+    if _LONG_WORD.search(reason) is None:
+        return reason  # the fixed reasons ("voided", "run by another command") cost nothing
+    from lab.export.secrets import SecretScanner
+
+    return SecretScanner(env=os.environ).redact_text(reason)[0]
+
+
+_LONG_WORD = re.compile(r"[^\s'\"`,;:()\[\]{}<>]{16,}")
 
 
 def emit_run_error(events: EventLog | None, reason: str, exit_code: int, *, progress: bool = False) -> None:

@@ -57,3 +57,18 @@ def test_a_failed_ci_gate_ends_with_run_error(tmp_path: Path) -> None:
     assert result.returncode == 1
     events = events_of(result.stderr)
     assert events[-1]["event"] == "run_error" and events[-1]["exitCode"] == 1
+
+
+def test_a_key_quoted_in_a_reason_never_reaches_the_event_files(tmp_path: Path) -> None:
+    """A reason may quote what a server or an agent sent: the key is masked in history.jsonl too."""
+    from lab.execute.events import EventLog, emit_run_error
+    from tests.helpers.key_corpus import corpus
+
+    entries = corpus()
+    log = EventLog({"suiteId": "s"}, path=tmp_path / "history.jsonl")
+    for text, _ in entries.values():
+        emit_run_error(log, "provider answered 401: " + " ".join(text.split()), 1)
+    written = (tmp_path / "history.jsonl").read_text(encoding="utf-8")
+    assert written.count("run_error") == len(entries)
+    assert [name for name, (_, values) in entries.items() if any(v in written for v in values)] == []
+    assert "<secret:" in written
