@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +73,11 @@ class RayExecutor:
         self.settings = settings
         self.resources = {str(k): float(v) for k, v in (settings.get("resources") or {}).items()}
         self._objects: dict[str, Any] = {}  # digest -> ObjectRef, put once per process
-        self._manifests: dict[int, dict[str, Any]] = {}
+        self._manifests: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(ctx) -> (ctx, its manifest); ctx kept
         self._limiters: dict[tuple[str, int], Any] = {}
         self._inflight: set[Any] = set()
         self._idle = threading.Condition()
-        self._watched: set[int] = set()
+        self._watched: dict[int, Any] = {}  # id(cancel event) -> the event, kept alive
         self._flag: Any = None
         self._task: Any = None
 
@@ -97,7 +98,7 @@ class RayExecutor:
             if address is None:  # a local cluster: this machine advertises the per-run resources; jobs caps runs
                 options["resources"] = {name: 1e6 for name in self.resources}
             try:
-                ray.init(address=address, **options)
+                _init_for_the_process(ray, address, options)
             except Exception as exc:  # Ray's ConnectionError, ValueError …: one line, not a traceback
                 where = address or "a local cluster"
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -173,9 +174,9 @@ class RayExecutor:
     def _manifest(self, ctx: Any) -> dict[str, Any]:
         """What every run of ``ctx``'s eval sends (made once per eval): see :mod:`lab.execute.ray_worker`."""
         with self._idle:
-            manifest = self._manifests.get(id(ctx))
-            if manifest is not None:
-                return manifest
+            known = self._manifests.get(id(ctx))
+            if known is not None:
+                return known[1]
         from lab.canonical import canonical_hash
         from lab.execute.plan import harness_digest
         from lab.execute.ray_worker import pack_tree
@@ -189,14 +190,14 @@ class RayExecutor:
             packed = pack_tree(root)
             digest = hashlib.sha256(packed).hexdigest()
             cassettes = (digest, self._put(digest, packed))
-        manifest = {"eval": f"{os.getpid()}-{id(ctx)}-{config_digest[:12]}", "harness": harness_digest(),
+        manifest = {"eval": f"{os.getpid()}-{uuid.uuid4().hex}", "harness": harness_digest(),
                     "config": (config_digest, self._put(config_digest, config)),
                     "suite": (suite.digest, self._put(suite.digest, pack_tree(suite.path, skip_top=frozenset(
                         {"cassettes"})))),
                     "suiteDir": suite.path.name, "cassettes": cassettes, "sandbox": ctx.sandbox_name(),
                     "cancel": [self._flag], "limiter": self._limiter(ctx)}
-        with self._idle:
-            return self._manifests.setdefault(id(ctx), manifest)
+        with self._idle:  # the entry keeps ctx alive, so its id names no later eval of a sweep
+            return self._manifests.setdefault(id(ctx), (ctx, manifest))[1]
 
     def _limiter(self, ctx: Any) -> list[Any] | None:
         """The cluster-wide call limiter of the eval's endpoint (``provider.max_concurrent_calls``)."""
@@ -226,7 +227,7 @@ class RayExecutor:
         with self._idle:
             if id(ctx.cancel) in self._watched:
                 return
-            self._watched.add(id(ctx.cancel))
+            self._watched[id(ctx.cancel)] = ctx.cancel
 
         def watch() -> None:
             import ray
@@ -240,6 +241,36 @@ class RayExecutor:
                 ray.cancel(ref, force=True)
 
         threading.Thread(target=watch, name="lab-ray-cancel", daemon=True).start()
+
+
+def _init_for_the_process(ray: Any, address: str | None, options: dict[str, Any]) -> None:
+    """``ray.init`` in a thread that lives as long as this process, and wait for it.
+
+    A local cluster's daemons (GCS, raylet, agents) are started with
+    ``PR_SET_PDEATHSIG``: the kernel kills them when the *thread* that started
+    them ends, not the process. A run action's thread ends with its eval, so a
+    cluster started there died between the evals of a sweep (the next eval's
+    driver lost its raylet and exited). Started from this thread, the cluster
+    stays until the process exits, and every eval of a sweep reuses it.
+
+    Raises:
+        Exception: whatever ``ray.init`` raised.
+    """
+    started = threading.Event()
+    failed: list[BaseException] = []
+
+    def keep() -> None:
+        try:
+            ray.init(address=address, **options)
+        except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)
+            failed.append(exc)
+        started.set()
+        threading.Event().wait()  # never set: this thread ends with the process
+
+    threading.Thread(target=keep, name="lab-ray-cluster", daemon=True).start()
+    started.wait()
+    if failed:
+        raise failed[0]
 
 
 def _write_cassette(ctx: Any, task_id: str, data: bytes, record: dict[str, Any]) -> None:

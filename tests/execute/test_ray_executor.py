@@ -57,6 +57,23 @@ def _report(data: Path) -> dict[str, Any]:
     return dict(json.loads(path.read_text(encoding="utf-8")))
 
 
+def test_a_sweep_without_an_address_runs_its_evals_on_one_local_cluster(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before any test starts the shared cluster: this command starts its own, inside the driver.
+    monkeypatch.setenv("RAY_agent_register_timeout_ms", "180000")  # a loaded machine starts Ray's agents slowly
+    # jobs=2: the first eval starts the cluster from a run action's thread, which ends with that eval
+    result = run_cmd(["lab", "run", "-m", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]",
+                      "variant=baseline,no-compaction", "jobs=2", "sandbox=none", "executor=ray", "progress=true"],
+                     tmp_path / "runs")
+    assert result.returncode == 0, result.stdout[-1500:] + result.stderr[-1500:]
+    found = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((tmp_path / "runs").glob("*/*/runs/*/*.json"))]
+    assert [(r["status"], r["runtime"]["executor"]) for r in found] == [("pass", "ray")] * 2  # one record per eval
+    assert len({r["configHash"] for r in found}) == 2
+    assert len({r["runtime"]["node"] for r in found}) == 1  # the same node: the cluster was started once
+    assert len(list((tmp_path / "runs").glob("*/*/reports/*/report.json"))) == 2
+    assert started(result.stderr) == 2
+
+
 def test_replay_on_two_nodes_matches_local_and_only_stale_runs_are_dispatched(cluster: RayCluster,
                                                                                  tmp_path: Path) -> None:
     # sandbox=auto on a cluster means bwrap on every worker; these nodes may have none (docs/distributed.md)
