@@ -103,6 +103,7 @@ def main() -> None:
     jobs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     per_task = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     runs = 5 * per_task
+    load_before = os.getloadavg()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/v1"
@@ -136,6 +137,7 @@ def main() -> None:
         # Ray's daemons and workers, reaped at shutdown: over the 100 live runs and the 21 replays.
         cluster_cpu = children_cpu_s() - cpu0 - driver_cpu - seq_local_cpu - seq_driver_cpu
     server.shutdown()
+    load = os.getloadavg()
     ideal = -(-runs // jobs) * LATENCY_S
     print(f"{runs} live runs, {LATENCY_S:.0f} s per model call, jobs={jobs} (the slowest run's latency "
           f"bounds a wave; {runs // jobs} waves need at least {ideal:.0f} s)")
@@ -148,6 +150,8 @@ def main() -> None:
     print(f"Ray cluster start (2 nodes): {start_s:.1f} s")
     print(f"21 replayed runs one at a time (jobs=1), dispatch overhead per run (median): local {seq_local:.0f} ms, "
           f"ray {seq_ray:.0f} ms (+{seq_ray - seq_local:.0f} ms)")
+    print(f"load average at the start {load_before[0]:.1f}, at the end {load[0]:.1f} (1 min), "
+          f"{os.cpu_count()} cores: figures from a loaded machine include waiting for a core")
 
 
 if __name__ == "__main__":

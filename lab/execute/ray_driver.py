@@ -5,7 +5,10 @@ action calls :meth:`RayExecutor.execute`, which sends the run to a Ray task
 (:func:`lab.execute.ray_worker.run_remote`) and waits for its record by
 value. The composed configuration, the suite and the cassettes are put once
 per eval as Ray objects named by their digests (an object already put for
-the same digest is reused, e.g. by the next eval of a sweep).
+the same digest is reused, e.g. by the next eval of a sweep), and the eval's
+manifest naming them is put once too: a run's task carries only the eval's
+key, a reference to the manifest (fetched by a worker process once per eval)
+and the run's spec, which keeps a dispatch to a few milliseconds.
 
 Failures by kind:
 
@@ -110,10 +113,13 @@ class RayExecutor:
             raise ConfigError(f"config: executor.resources: no node of the Ray cluster advertises "
                               f"{', '.join(missing)} (start workers with ray start --resources='{advert}')")
         self._flag = ray.remote(CancelFlag).options(num_cpus=0).remote()
+        # spread: runs over every node that has slots from the first one (SPREAD), not packed onto the
+        # driver's node; false: Ray's default scheduling (a node takes runs until half its slots are busy),
+        # measured to dispatch several times more runs a second (docs/distributed.md).
+        spread = bool(self.settings.get("spread", True))
         self._task = ray.remote(run_remote).options(
             num_cpus=0, resources=self.resources, max_retries=int(self.settings.get("max_retries", 3)),
-            scheduling_strategy="SPREAD",  # runs over every node that has slots, not packed onto the first
-            retry_exceptions=False)
+            scheduling_strategy="SPREAD" if spread else "DEFAULT", retry_exceptions=False)
 
     def execute(self, ctx: Any, spec: Any) -> dict[str, Any] | None:
         """Send ``spec`` to a Ray task and return its record (None: cancelled); see the module docstring."""
@@ -125,7 +131,7 @@ class RayExecutor:
         self._watch(ctx)
         if ctx.cancel.is_set():
             return None
-        ref = self._task.remote(manifest, spec.task_id, spec.repetition, spec.base_seed)
+        ref = self._task.remote(manifest["eval"], manifest["ref"], spec.task_id, spec.repetition, spec.base_seed)
         with self._idle:
             self._inflight.add(ref)
         try:
@@ -172,7 +178,8 @@ class RayExecutor:
         return [self._objects[digest]]
 
     def _manifest(self, ctx: Any) -> dict[str, Any]:
-        """What every run of ``ctx``'s eval sends (made once per eval): see :mod:`lab.execute.ray_worker`."""
+        """``{"eval": key, "ref": [manifest object]}``: what every run of ``ctx``'s eval sends (made and put
+        once per eval; the manifest itself is described in :mod:`lab.execute.ray_worker`)."""
         with self._idle:
             known = self._manifests.get(id(ctx))
             if known is not None:
@@ -196,8 +203,11 @@ class RayExecutor:
                         {"cassettes"})))),
                     "suiteDir": suite.path.name, "cassettes": cassettes, "sandbox": ctx.sandbox_name(),
                     "cancel": [self._flag], "limiter": self._limiter(ctx)}
+        import ray
+
+        sent = {"eval": manifest["eval"], "ref": [ray.put(manifest)]}  # in a list: fetched by the worker on need
         with self._idle:  # the entry keeps ctx alive, so its id names no later eval of a sweep
-            return self._manifests.setdefault(id(ctx), (ctx, manifest))[1]
+            return self._manifests.setdefault(id(ctx), (ctx, sent))[1]
 
     def _limiter(self, ctx: Any) -> list[Any] | None:
         """The cluster-wide call limiter of the eval's endpoint (``provider.max_concurrent_calls``)."""
