@@ -275,7 +275,8 @@ def _init_for_the_process(ray: Any, address: str | None, options: dict[str, Any]
         except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)
             failed.append(exc)
         started.set()
-        threading.Event().wait()  # never set: this thread ends with the process
+        if not failed:
+            threading.Event().wait()  # never set: this thread ends with the process
 
     threading.Thread(target=keep, name="lab-ray-cluster", daemon=True).start()
     started.wait()
