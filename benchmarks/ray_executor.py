@@ -12,7 +12,9 @@ the cluster (Ray's daemons and workers), the cluster's start cost, and the
 per-run dispatch overhead: the median time the driver waited for a run
 beyond the run's own wall time, also for 21 replayed runs one at a time.
 
-    .venv/bin/python benchmarks/ray_executor.py [jobs] [runs_per_task]   # default 20 20
+    .venv/bin/python benchmarks/ray_executor.py [jobs] [runs_per_task] [OVERRIDE…]   # default 20 20
+
+OVERRIDEs go to the executor=ray commands only, e.g. ``executor.spread=false``.
 """
 
 from __future__ import annotations
@@ -102,7 +104,9 @@ def dispatch_overhead_ms(stderr: str, data: Path) -> float:
 def main() -> None:
     jobs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     per_task = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+    on_ray = sys.argv[3:]
     runs = 5 * per_task
+    load_before = os.getloadavg()
     server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/v1"
@@ -124,21 +128,22 @@ def main() -> None:
         cluster.wait_for_nodes()
         start_s = time.perf_counter() - t0
         try:
-            ray_wall, driver_cpu, ray_overhead = command([*argv, "executor=ray", f"executor.address={cluster.address}"],
-                                                         root / "ray", {})
+            ray_wall, driver_cpu, ray_overhead = command([*argv, "executor=ray", f"executor.address={cluster.address}",
+                                                          *on_ray], root / "ray", {})
             # One run at a time (replays, jobs=1): the dispatch cost alone, without 2 cores shared by 20 workers.
             one = ["run", "suite=smoke-coding", "mode=replay", "k=3", "jobs=1", "sandbox=none"]
             _, seq_local_cpu, seq_local = command(one, root / "seq-local", {})
-            _, seq_driver_cpu, seq_ray = command([*one, "executor=ray", f"executor.address={cluster.address}"],
-                                                 root / "seq-ray", {})
+            _, seq_driver_cpu, seq_ray = command([*one, "executor=ray", f"executor.address={cluster.address}",
+                                                  *on_ray], root / "seq-ray", {})
         finally:
             cluster.shutdown()
         # Ray's daemons and workers, reaped at shutdown: over the 100 live runs and the 21 replays.
         cluster_cpu = children_cpu_s() - cpu0 - driver_cpu - seq_local_cpu - seq_driver_cpu
     server.shutdown()
+    load = os.getloadavg()
     ideal = -(-runs // jobs) * LATENCY_S
     print(f"{runs} live runs, {LATENCY_S:.0f} s per model call, jobs={jobs} (the slowest run's latency "
-          f"bounds a wave; {runs // jobs} waves need at least {ideal:.0f} s)")
+          f"bounds a wave; {runs // jobs} waves need at least {ideal:.0f} s){' '.join(['', *on_ray])}")
     print(f"{'':34}{'local':>12}{'ray (2 nodes)':>16}")
     print(f"{'wall time of the command':34}{local_wall:>11.1f}s{ray_wall:>15.1f}s")
     print(f"{'lab CPU per run, driver':34}{local_cpu / runs * 1000:>10.0f}ms{driver_cpu / runs * 1000:>14.0f}ms")
@@ -148,6 +153,8 @@ def main() -> None:
     print(f"Ray cluster start (2 nodes): {start_s:.1f} s")
     print(f"21 replayed runs one at a time (jobs=1), dispatch overhead per run (median): local {seq_local:.0f} ms, "
           f"ray {seq_ray:.0f} ms (+{seq_ray - seq_local:.0f} ms)")
+    print(f"load average at the start {load_before[0]:.1f}, at the end {load[0]:.1f} (1 min), "
+          f"{os.cpu_count()} cores: figures from a loaded machine include waiting for a core")
 
 
 if __name__ == "__main__":

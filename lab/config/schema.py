@@ -74,7 +74,9 @@ class ExecutorConf:
     or ``ray://host:port``). ``resources`` is what one run holds on a node;
     ``max_retries`` how often a run whose worker died is tried again;
     ``cancel_grace_s`` how long Ctrl-C waits for runs to stop before forcing
-    them. A runtime setting like ``jobs``: not in the effective-config hash.
+    them; ``spread`` places runs over the nodes from the first one (Ray's
+    ``SPREAD``) rather than by Ray's default scheduling. A runtime setting
+    like ``jobs``: not in the effective-config hash.
     """
 
     name: str = "local"
@@ -82,6 +84,7 @@ class ExecutorConf:
     resources: dict[str, float] = field(default_factory=dict)
     max_retries: int = 3
     cancel_grace_s: float = 10.0
+    spread: bool = True
 
 
 @dataclass

@@ -5,7 +5,10 @@ action calls :meth:`RayExecutor.execute`, which sends the run to a Ray task
 (:func:`lab.execute.ray_worker.run_remote`) and waits for its record by
 value. The composed configuration, the suite and the cassettes are put once
 per eval as Ray objects named by their digests (an object already put for
-the same digest is reused, e.g. by the next eval of a sweep).
+the same digest is reused, e.g. by the next eval of a sweep), and the eval's
+manifest naming them is put once too: a run's task carries only the eval's
+key, a reference to the manifest (fetched by a worker process once per eval)
+and the run's spec, which keeps a dispatch to a few milliseconds.
 
 Failures by kind:
 
@@ -29,6 +32,7 @@ import hashlib
 import json
 import os
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +76,11 @@ class RayExecutor:
         self.settings = settings
         self.resources = {str(k): float(v) for k, v in (settings.get("resources") or {}).items()}
         self._objects: dict[str, Any] = {}  # digest -> ObjectRef, put once per process
-        self._manifests: dict[int, dict[str, Any]] = {}
+        self._manifests: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(ctx) -> (ctx, its manifest); ctx kept
         self._limiters: dict[tuple[str, int], Any] = {}
         self._inflight: set[Any] = set()
         self._idle = threading.Condition()
-        self._watched: set[int] = set()
+        self._watched: dict[int, Any] = {}  # id(cancel event) -> the event, kept alive
         self._flag: Any = None
         self._task: Any = None
 
@@ -97,7 +101,7 @@ class RayExecutor:
             if address is None:  # a local cluster: this machine advertises the per-run resources; jobs caps runs
                 options["resources"] = {name: 1e6 for name in self.resources}
             try:
-                ray.init(address=address, **options)
+                _init_for_the_process(ray, address, options)
             except Exception as exc:  # Ray's ConnectionError, ValueError …: one line, not a traceback
                 where = address or "a local cluster"
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -109,10 +113,13 @@ class RayExecutor:
             raise ConfigError(f"config: executor.resources: no node of the Ray cluster advertises "
                               f"{', '.join(missing)} (start workers with ray start --resources='{advert}')")
         self._flag = ray.remote(CancelFlag).options(num_cpus=0).remote()
+        # spread: runs over every node that has slots from the first one (SPREAD), not packed onto the
+        # driver's node; false: Ray's default scheduling (a node takes runs until half its slots are busy),
+        # measured to dispatch several times more runs a second (docs/distributed.md).
+        spread = bool(self.settings.get("spread", True))
         self._task = ray.remote(run_remote).options(
             num_cpus=0, resources=self.resources, max_retries=int(self.settings.get("max_retries", 3)),
-            scheduling_strategy="SPREAD",  # runs over every node that has slots, not packed onto the first
-            retry_exceptions=False)
+            scheduling_strategy="SPREAD" if spread else "DEFAULT", retry_exceptions=False)
 
     def execute(self, ctx: Any, spec: Any) -> dict[str, Any] | None:
         """Send ``spec`` to a Ray task and return its record (None: cancelled); see the module docstring."""
@@ -124,7 +131,7 @@ class RayExecutor:
         self._watch(ctx)
         if ctx.cancel.is_set():
             return None
-        ref = self._task.remote(manifest, spec.task_id, spec.repetition, spec.base_seed)
+        ref = self._task.remote(manifest["eval"], manifest["ref"], spec.task_id, spec.repetition, spec.base_seed)
         with self._idle:
             self._inflight.add(ref)
         try:
@@ -171,11 +178,12 @@ class RayExecutor:
         return [self._objects[digest]]
 
     def _manifest(self, ctx: Any) -> dict[str, Any]:
-        """What every run of ``ctx``'s eval sends (made once per eval): see :mod:`lab.execute.ray_worker`."""
+        """``{"eval": key, "ref": [manifest object]}``: what every run of ``ctx``'s eval sends (made and put
+        once per eval; the manifest itself is described in :mod:`lab.execute.ray_worker`)."""
         with self._idle:
-            manifest = self._manifests.get(id(ctx))
-            if manifest is not None:
-                return manifest
+            known = self._manifests.get(id(ctx))
+            if known is not None:
+                return known[1]
         from lab.canonical import canonical_hash
         from lab.execute.plan import harness_digest
         from lab.execute.ray_worker import pack_tree
@@ -189,14 +197,17 @@ class RayExecutor:
             packed = pack_tree(root)
             digest = hashlib.sha256(packed).hexdigest()
             cassettes = (digest, self._put(digest, packed))
-        manifest = {"eval": f"{os.getpid()}-{id(ctx)}-{config_digest[:12]}", "harness": harness_digest(),
+        manifest = {"eval": f"{os.getpid()}-{uuid.uuid4().hex}", "harness": harness_digest(),
                     "config": (config_digest, self._put(config_digest, config)),
                     "suite": (suite.digest, self._put(suite.digest, pack_tree(suite.path, skip_top=frozenset(
                         {"cassettes"})))),
                     "suiteDir": suite.path.name, "cassettes": cassettes, "sandbox": ctx.sandbox_name(),
                     "cancel": [self._flag], "limiter": self._limiter(ctx)}
-        with self._idle:
-            return self._manifests.setdefault(id(ctx), manifest)
+        import ray
+
+        sent = {"eval": manifest["eval"], "ref": [ray.put(manifest)]}  # in a list: fetched by the worker on need
+        with self._idle:  # the entry keeps ctx alive, so its id names no later eval of a sweep
+            return self._manifests.setdefault(id(ctx), (ctx, sent))[1]
 
     def _limiter(self, ctx: Any) -> list[Any] | None:
         """The cluster-wide call limiter of the eval's endpoint (``provider.max_concurrent_calls``)."""
@@ -226,7 +237,7 @@ class RayExecutor:
         with self._idle:
             if id(ctx.cancel) in self._watched:
                 return
-            self._watched.add(id(ctx.cancel))
+            self._watched[id(ctx.cancel)] = ctx.cancel
 
         def watch() -> None:
             import ray
@@ -240,6 +251,37 @@ class RayExecutor:
                 ray.cancel(ref, force=True)
 
         threading.Thread(target=watch, name="lab-ray-cancel", daemon=True).start()
+
+
+def _init_for_the_process(ray: Any, address: str | None, options: dict[str, Any]) -> None:
+    """``ray.init`` in a thread that lives as long as this process, and wait for it.
+
+    A local cluster's daemons (GCS, raylet, agents) are started with
+    ``PR_SET_PDEATHSIG``: the kernel kills them when the *thread* that started
+    them ends, not the process. A run action's thread ends with its eval, so a
+    cluster started there died between the evals of a sweep (the next eval's
+    driver lost its raylet and exited). Started from this thread, the cluster
+    stays until the process exits, and every eval of a sweep reuses it.
+
+    Raises:
+        Exception: whatever ``ray.init`` raised.
+    """
+    started = threading.Event()
+    failed: list[BaseException] = []
+
+    def keep() -> None:
+        try:
+            ray.init(address=address, **options)
+        except BaseException as exc:  # noqa: BLE001 (re-raised in the caller's thread)
+            failed.append(exc)
+        started.set()
+        if not failed:
+            threading.Event().wait()  # never set: this thread ends with the process
+
+    threading.Thread(target=keep, name="lab-ray-cluster", daemon=True).start()
+    started.wait()
+    if failed:
+        raise failed[0]
 
 
 def _write_cassette(ctx: Any, task_id: str, data: bytes, record: dict[str, Any]) -> None:

@@ -1,10 +1,12 @@
 """What a Ray worker does with one run (``executor=ray``; docs/distributed.md).
 
-The driver (:mod:`lab.execute.ray_driver`) sends :func:`run_remote` a
-manifest: the composed configuration, the suite and the cassettes, each a
-Ray object named by its digest and put once per eval, plus the driver's
-harness digest, the sandbox backend the runs were planned with, the eval's
-cancel flag and the provider's call limiter. The worker
+The driver (:mod:`lab.execute.ray_driver`) sends :func:`run_remote` the
+eval's key and a reference to its manifest (put once per eval): the composed
+configuration, the suite and the cassettes, each a Ray object named by its
+digest, plus the driver's harness digest, the sandbox backend the runs were
+planned with, the eval's cancel flag and the provider's call limiter. A
+worker process fetches the manifest at its first run of the eval and keeps
+what it made of it (by the eval's key) for the next ones. The worker
 
 1. refuses the run when its own harness digest is not the driver's (one
    line naming both: records of two lab versions never share an identity);
@@ -37,6 +39,7 @@ _LOCK = threading.Lock()
 _DIRS: dict[str, Path] = {}
 _CONTEXTS: dict[str, Any] = {}
 _WATCHED: set[str] = set()
+_MANIFESTS: dict[str, dict[str, Any]] = {}
 
 
 class CancelFlag:
@@ -194,8 +197,27 @@ def _watch(manifest: dict[str, Any], ctx: Any) -> None:
     threading.Thread(target=wait, name="lab-cancel-watch", daemon=True).start()
 
 
-def run_remote(manifest: dict[str, Any], task_id: str, repetition: int, base_seed: int) -> dict[str, Any]:
-    """Execute one run on this worker; the reply the driver reads (:mod:`lab.execute.ray_driver`).
+def _manifest(key: str, ref: Any) -> dict[str, Any]:
+    """The manifest of eval ``key``, fetched once per worker process and eval."""
+    import ray
+
+    with _LOCK:
+        manifest = _MANIFESTS.get(key)
+    if manifest is None:
+        manifest = ray.get(ref)
+        with _LOCK:
+            manifest = _MANIFESTS.setdefault(key, manifest)
+    return manifest
+
+
+def run_remote(key: str, manifest_ref: list[Any], task_id: str, repetition: int, base_seed: int) -> dict[str, Any]:
+    """Execute one run of eval ``key`` on this worker; the reply the driver reads (:mod:`lab.execute.ray_driver`).
+
+    Args:
+        key: the eval's key (``manifest["eval"]``).
+        manifest_ref: ``[ObjectRef]`` of the eval's manifest (in a list, so Ray
+            does not fetch it for every run).
+        task_id, repetition, base_seed: the run's spec.
 
     Returns:
         ``{"kind": "record", "record", "node"[, "cassette"]}``, ``{"kind":
@@ -208,6 +230,7 @@ def run_remote(manifest: dict[str, Any], task_id: str, repetition: int, base_see
     from lab.execute.run import execute_run
 
     node = ray.get_runtime_context().get_node_id()
+    manifest = _manifest(key, manifest_ref[0])
     mine, theirs = harness_digest(), manifest["harness"]
     if mine != theirs:
         return {"kind": "refused", "node": node,

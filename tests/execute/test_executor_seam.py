@@ -27,7 +27,7 @@ def test_the_executor_is_a_runtime_setting_outside_the_config_hash() -> None:
     local, ray = compose_config(["mode=replay"]), compose_config(["mode=replay", "executor=ray"])
     assert local.config_hash() == ray.config_hash()
     assert ray.data["executor"] == {"name": "ray", "address": None, "resources": {"lab_run": 1.0},
-                                    "max_retries": 3, "cancel_grace_s": 10.0}
+                                    "max_retries": 3, "cancel_grace_s": 10.0, "spread": True}
 
 
 class _Provider:

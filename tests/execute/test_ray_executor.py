@@ -12,7 +12,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -57,6 +56,23 @@ def _report(data: Path) -> dict[str, Any]:
     return dict(json.loads(path.read_text(encoding="utf-8")))
 
 
+def test_a_sweep_without_an_address_runs_its_evals_on_one_local_cluster(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before any test starts the shared cluster: this command starts its own, inside the driver.
+    monkeypatch.setenv("RAY_agent_register_timeout_ms", "180000")  # a loaded machine starts Ray's agents slowly
+    # jobs=2: the first eval starts the cluster from a run action's thread, which ends with that eval
+    result = run_cmd(["lab", "run", "-m", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]",
+                      "variant=baseline,no-compaction", "jobs=2", "sandbox=none", "executor=ray", "progress=true"],
+                     tmp_path / "runs")
+    assert result.returncode == 0, result.stdout[-1500:] + result.stderr[-1500:]
+    found = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((tmp_path / "runs").glob("*/*/runs/*/*.json"))]
+    assert [(r["status"], r["runtime"]["executor"]) for r in found] == [("pass", "ray")] * 2  # one record per eval
+    assert len({r["configHash"] for r in found}) == 2
+    assert len({r["runtime"]["node"] for r in found}) == 1  # the same node: the cluster was started once
+    assert len(list((tmp_path / "runs").glob("*/*/reports/*/report.json"))) == 2
+    assert started(result.stderr) == 2
+
+
 def test_replay_on_two_nodes_matches_local_and_only_stale_runs_are_dispatched(cluster: RayCluster,
                                                                                  tmp_path: Path) -> None:
     # sandbox=auto on a cluster means bwrap on every worker; these nodes may have none (docs/distributed.md)
@@ -79,10 +95,11 @@ def test_replay_on_two_nodes_matches_local_and_only_stale_runs_are_dispatched(cl
     assert started(remote.stderr) == 7
     again = run_cmd([*base, *on_ray(cluster)], tmp_path / "ray")
     assert (again.returncode, started(again.stderr)) == (0, 0)
-    more = run_cmd([*base, "k=3", *on_ray(cluster)], tmp_path / "ray")
-    assert (more.returncode, started(more.stderr)) == (0, 14)
-    forced = run_cmd([*base, "k=3", "force=true", *on_ray(cluster)], tmp_path / "ray")
-    assert (forced.returncode, started(forced.stderr)) == (0, 21)
+    two = ["tasks=[rename-symbol,fix-default-argument]", "k=3"]  # two of the seven: r0 of each is up to date
+    more = run_cmd([*base, *two, *on_ray(cluster)], tmp_path / "ray")
+    assert (more.returncode, started(more.stderr)) == (0, 4)
+    forced = run_cmd([*base, *two, "force=true", *on_ray(cluster)], tmp_path / "ray")
+    assert (forced.returncode, started(forced.stderr)) == (0, 6)
 
 
 KILL_WORKER_ONCE = """
@@ -185,16 +202,15 @@ def test_a_worker_with_another_lab_refuses_the_run_naming_both_digests(cluster: 
     shutil.copytree(ROOT / "lab", other / "lab", ignore=shutil.ignore_patterns("__pycache__"))
     with open(other / "lab" / "execute" / "run.py", "a", encoding="utf-8") as source:
         source.write("\nANOTHER_HARNESS = True  # code, not a comment: comments are not in the harness digest\n")
-    # Only this node has lab_other: the run needs both (one lab_run slot, and lab_other to land here).
-    node = cluster.add_node(tmp_path / "node-c", {"lab_run": 1, "lab_other": 1}, {"PYTHONPATH": str(other)})
-    try:
-        # From another directory: Ray puts the driver's working directory first on its workers' path.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {"LAB_DATA_DIR": str(tmp_path / "runs")}
-        result = subprocess.run([str(BIN / "lab"), "run", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]",
-                                 "sandbox=none", "+executor.resources.lab_other=1", *on_ray(cluster)], cwd=tmp_path, env=env,
-                                capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300, check=False)
-    finally:
-        cluster.cluster.remove_node(node)
+    # Every worker of this command imports the other lab: the job's runtime_env puts it first on their path,
+    # as Ray's job submission does (the driver itself runs this lab). From another directory: Ray puts the
+    # driver's working directory first on its workers' path.
+    job = {"runtime_env": {"env_vars": {"PYTHONPATH": str(other)}}}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {
+        "LAB_DATA_DIR": str(tmp_path / "runs"), "RAY_JOB_CONFIG_JSON_ENV_VAR": json.dumps(job)}
+    result = subprocess.run([str(BIN / "lab"), "run", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]",
+                             "sandbox=none", *on_ray(cluster)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300, check=False)
     assert records(tmp_path / "runs"), result.stdout[-1500:] + result.stderr[-1500:]
     [record] = records(tmp_path / "runs").values()
     assert record["error"]["kind"] == "harness_mismatch"
@@ -250,7 +266,7 @@ def test_the_provider_cap_holds_across_the_cluster(executor: str, tmp_path: Path
                                                    counting_stub: tuple[str, type[_CountingStub]],
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     url, stub = counting_stub
-    suites = make_suite(tmp_path / "suites", "capped", {f"t{i}": [sys.executable, "-c", "pass"] for i in range(4)})
+    suites = make_suite(tmp_path / "suites", "capped", {f"t{i}": ["true"] for i in range(4)})  # trivially cheap runs
     where = on_ray(request.getfixturevalue("cluster")) if executor == "ray" else []  # local needs no cluster
     argv = ["lab", "run", f"suite_dir={suites}", "suite=capped", "provider=openai", f"provider.base_url={url}",
             f"provider.api_key_env={STUB_KEY_ENV}", "provider.max_concurrent_calls=4", "preflight=false", "k=10",

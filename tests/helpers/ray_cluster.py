@@ -24,6 +24,9 @@ STUB_KEY_ENV = "STUB_PROVIDER_KEY"
 STUB_KEY = "stub-key-not-a-secret"
 SLOTS_PER_NODE = 4
 MIN_FREE_GIB = 3.0
+# What a test node needs and no more: runs take no CPU resource (only lab_run slots), so one CPU; no
+# dashboard; no log monitor (the tests read the lab's output, not the workers' logs).
+LEAN: dict[str, Any] = {"num_cpus": 1, "include_dashboard": False, "include_log_monitor": False}
 
 
 @dataclass
@@ -33,12 +36,6 @@ class RayCluster:
     address: str
     cluster: Any
     node_dirs: dict[str, Path] = field(default_factory=dict)  # node id -> the node's own root dir
-
-    def add_node(self, root: Path, resources: dict[str, float], env: dict[str, str] | None = None) -> Any:
-        """Start one more node (e.g. with another lab on its PYTHONPATH); returns Ray's node handle."""
-        node = self.cluster.add_node(num_cpus=1, resources=resources, env_vars=_node_env(root, env or {}))
-        self.node_dirs[node.node_id] = root
-        return node
 
 
 def _node_env(root: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -98,10 +95,8 @@ def _two_nodes(cluster_type: Any, head_root: Path, other_root: Path, tries: int 
     for attempt in range(tries):
         cluster = cluster_type(shutdown_at_exit=True)
         try:
-            cluster.add_node(num_cpus=1, resources={"lab_run": SLOTS_PER_NODE}, env_vars=_node_env(head_root, {}),
-                             include_dashboard=False)
-            other = cluster.add_node(num_cpus=1, resources={"lab_run": SLOTS_PER_NODE},
-                                     env_vars=_node_env(other_root, {}))
+            cluster.add_node(resources={"lab_run": SLOTS_PER_NODE}, env_vars=_node_env(head_root, {}), **LEAN)
+            other = cluster.add_node(resources={"lab_run": SLOTS_PER_NODE}, env_vars=_node_env(other_root, {}), **LEAN)
             cluster.wait_for_nodes()
             return cluster, other
         except Exception:  # Ray's own "node timed out during startup"  # noqa: BLE001
