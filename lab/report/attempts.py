@@ -34,6 +34,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from lab.errors import LabError
 from lab.files import encodable
 
 ATTEMPTS_DIR = "attempts"
@@ -65,6 +66,7 @@ class AttemptPages:
     def __init__(self, report_dir: Path, title: str, templates: jinja2.Environment) -> None:
         self._root = report_dir
         self._task_dir: Path | None = None
+        self._seeds: dict[tuple[str, int], Any] = {}  # the last run's, for the message of a duplicate
         page = {"title": Markup(f"{Markup.escape(title)} — {_MARK}"), "heading": Markup(_MARK),
                 "index": "../../../index.html", "record": RECORD, "evidence": [Markup(_SECTION)]}
         head, _, self._tail = templates.get_template("attempt.html.j2").render(page=page).partition(_SECTION)
@@ -79,7 +81,8 @@ class AttemptPages:
             section: the run's evidence section, its links already relative to the attempt page.
 
         Raises:
-            OSError: the directory exists already (two records of one run) or cannot be written.
+            LabError: a second record of the same run (task and repetition).
+            OSError: the directory cannot be written.
         """
         task_id, repetition = record["taskId"], record["repetition"]
         task_dir = self._root / ATTEMPTS_DIR / task_id
@@ -87,7 +90,13 @@ class AttemptPages:
             task_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
             self._task_dir = task_dir
         directory = task_dir / attempt_number(repetition)
-        directory.mkdir(mode=0o755)
+        try:
+            directory.mkdir(mode=0o755)
+        except FileExistsError:
+            raise LabError(f"two run records of task {task_id} repetition {repetition} in one report "
+                           f"(seeds {self._seeds.get((task_id, repetition))} and {record.get('seed')}): "
+                           "a report holds one record per run") from None
+        self._seeds = {(task_id, repetition): record.get("seed")}
         title = str(Markup.escape(f"{task_id} attempt {attempt_number(repetition)} (r{repetition}) — "
                                   f"{record['status']}"))
         _write_text(directory / PAGE, title.join(self._head) + section + self._tail)

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from lab.report import write_report_from_files
+from lab.errors import LabError
+from lab.report import build_report, write_report, write_report_from_files
 from lab.report.attempts import attempt_dir
 from tests.helpers.chromium import dump_dom
 from tests.helpers.records import make_header, make_record
@@ -97,6 +98,14 @@ def test_a_run_keeps_its_number_on_a_rebuild_and_when_k_is_raised(tmp_path: Path
     assert sorted(k5.keys() - k3.keys()) == sorted(
         f"attempts/{task}/{n:04d}/{name}" for task in ("alpha", "beta", "gamma") for n in (4, 5)
         for name in ("evaluation.json", "index.html"))
+
+
+def test_two_records_of_one_run_are_refused_in_one_line(tmp_path: Path) -> None:
+    records = [make_record("fix-bug", 0, seed=1), make_record("fix-bug", 0, seed=2)]
+    with pytest.raises(LabError, match=r"^two run records of task fix-bug repetition 0 in one report "
+                                       r"\(seeds 1 and 2\): a report holds one record per run$"):
+        write_report(tmp_path / "r", build_report(make_header(k=1), records), records)
+    assert not (tmp_path / "r").exists()
 
 
 @pytest.mark.slow
