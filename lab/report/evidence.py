@@ -9,7 +9,9 @@ list of tasks, and a link to a run opens its task's group. Up to
 ``RUNS_PER_PAGE`` runs the sections are part of index.html; a larger report
 puts them on ``pages/runs-0001.html``, ``pages/runs-0002.html`` … in report
 order (``templates/runs_page.html.j2``), so index.html stays a summary page
-that opens as fast at 100k runs as at 10.
+that opens as fast at 100k runs as at 10. Written into a report directory,
+each run also gets its attempt page and record (``lab.report.attempts``),
+which its section links to.
 
 :class:`HtmlRuns` is fed the records in report order, renders each section
 as it comes (writing the run pages as it goes) and keeps what the index
