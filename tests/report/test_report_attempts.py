@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import shutil
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from markupsafe import escape
 
 from lab.errors import LabError
 from lab.report import build_report, write_report, write_report_from_files
 from lab.report.attempts import attempt_dir
+from lab.report.evidence import HtmlRuns
+from lab.report.lines import record_line
 from tests.helpers.chromium import dump_dom
 from tests.helpers.records import make_header, make_record
 from tests.helpers.schemas import assert_valid
@@ -98,6 +104,25 @@ def test_a_run_keeps_its_number_on_a_rebuild_and_when_k_is_raised(tmp_path: Path
     assert sorted(k5.keys() - k3.keys()) == sorted(
         f"attempts/{task}/{n:04d}/{name}" for task in ("alpha", "beta", "gamma") for n in (4, 5)
         for name in ("evaluation.json", "index.html"))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=60), st.integers(0, 20_000))
+def test_any_final_message_reaches_the_attempt_page_escaped_and_the_record_unchanged(
+        tmp_path: Path, message: str, repetition: int) -> None:
+    record = make_record("fix-bug", repetition, status="fail", claim="success")
+    record["finalMessage"] = message
+    out = tmp_path / f"r{repetition}"
+    out.mkdir()
+    runs = HtmlRuns(1, "demo 1.0.0", list, out)  # the attempt files alone, without the rest of a report
+    runs.add(record, record_line(record))
+    runs.close()
+    directory = out / attempt_dir("fix-bug", repetition)
+    assert json.loads((directory / "evaluation.json").read_text(encoding="utf-8")) == record
+    shown = (directory / "index.html").read_bytes().decode("utf-8")  # no newline translation
+    assert f"<pre>{escape(message)}</pre>" in shown
+    assert "\x00" not in shown.replace(message, "")  # no placeholder left behind
+    shutil.rmtree(out)
 
 
 def test_two_records_of_one_run_are_refused_in_one_line(tmp_path: Path) -> None:
