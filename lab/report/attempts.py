@@ -104,7 +104,20 @@ class AttemptPages:
 
 
 def _write_text(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to a new file: one open, one write (100k of these per 100k-run report)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(encodable(text))
+    """Write ``text`` as UTF-8 to a new file: one open, one write, no buffer.
+
+    A lone surrogate (valid in JSON, not in UTF-8) becomes U+FFFD, as in
+    every other report file (``lab.files.encodable``); the scan for one is
+    made only when encoding fails.
+    """
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError:
+        encoded = encodable(text).encode("utf-8")
+    data = memoryview(encoded)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
