@@ -125,6 +125,15 @@ def test_any_final_message_reaches_the_attempt_page_escaped_and_the_record_uncha
     shutil.rmtree(out)
 
 
+def test_a_lone_surrogate_becomes_u_fffd_in_both_attempt_files_as_in_runs_jsonl(tmp_path: Path) -> None:
+    record = make_record("fix-bug", 0)
+    record["finalMessage"] = "half a pair: \ud83d."
+    HtmlRuns(1, "demo 1.0.0", list, tmp_path).add(record)  # no runs.jsonl line given: dumps_line, not encodable
+    directory = tmp_path / attempt_dir("fix-bug", 0)
+    assert (directory / "evaluation.json").read_text(encoding="utf-8") == record_line(record)
+    assert "<pre>half a pair: \ufffd.</pre>" in (directory / "index.html").read_text(encoding="utf-8")
+
+
 def test_two_records_of_one_run_are_refused_in_one_line(tmp_path: Path) -> None:
     records = [make_record("fix-bug", 0, seed=1), make_record("fix-bug", 0, seed=2)]
     with pytest.raises(LabError, match=r"^two run records of task fix-bug repetition 0 in one report "
