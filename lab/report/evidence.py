@@ -9,7 +9,9 @@ list of tasks, and a link to a run opens its task's group. Up to
 ``RUNS_PER_PAGE`` runs the sections are part of index.html; a larger report
 puts them on ``pages/runs-0001.html``, ``pages/runs-0002.html`` … in report
 order (``templates/runs_page.html.j2``), so index.html stays a summary page
-that opens as fast at 100k runs as at 10.
+that opens as fast at 100k runs as at 10. Written into a report directory,
+each run also gets its attempt page and record (``lab.report.attempts``),
+which its section links to.
 
 :class:`HtmlRuns` is fed the records in report order, renders each section
 as it comes (writing the run pages as it goes) and keeps what the index
@@ -29,7 +31,8 @@ from typing import IO, Any
 import jinja2
 from markupsafe import Markup
 
-from lab.files import encodable
+from lab.files import dumps_line, encodable
+from lab.report.attempts import PAGE, RECORD, AttemptPages, attempt_dir
 from lab.report.markdown import DASH, num
 from lab.report.metrics import NewList
 
@@ -44,6 +47,15 @@ STATUS_WORDS = {"pass": ("pass", "passed"), "fail": ("fail", "failed"),
 """Run status → (its ``data-`` attribute on a task's group, its word in the group's summary line)."""
 GROUP_END = "</details>\n"
 _MARK = "\x00evidence\x00"
+_INDEX = "\x00index\x00"  # index.html's path from the page showing a run's section
+_ROOT = "\x00root\x00"  # the report directory's path from that page, "" or ending in "/"
+
+
+def _relative(section: str, root: str) -> str:
+    """A section rendered with ``run_view(record, _INDEX, _ROOT)`` as shown on a page ``root`` below the report.
+
+    On index.html itself (``root`` "") a link to the task's row is a bare ``#task-…``."""
+    return section.replace(_INDEX, f"{root}index.html" if root else "").replace(_ROOT, root)
 
 
 def run_anchor(task_id: str, repetition: int) -> str:
@@ -112,6 +124,7 @@ class HtmlRuns:
         self.runs, self.title, self.paged = runs, title, paged(runs)
         self.sections, self.tasks, self.errors = new_list(), new_list(), new_list()
         self._report_dir = report_dir
+        self._attempts = None if report_dir is None else AttemptPages(report_dir, title, environment())
         self._position = 0
         self._task: dict[str, Any] | None = None
         self._page: IO[str] | None = None
@@ -120,15 +133,18 @@ class HtmlRuns:
         self._held: list[str] = []  # its sections on index.html
         self._spill: IO[str] | None = None  # its sections on a run page
 
-    def add(self, record: dict[str, Any]) -> None:
-        """One run, in report order."""
+    def add(self, record: dict[str, Any], record_text: str | None = None) -> None:
+        """One run, in report order (``record_text``: its ``runs.jsonl`` line, for its ``evaluation.json``)."""
         position, self._position = self._position, self._position + 1
         task_id, repetition, status = record["taskId"], record["repetition"], record["status"]
         anchor = run_anchor(task_id, repetition)
         href = f"{page_name(position)}#{anchor}" if self.paged else f"#{anchor}"
-        if not self.paged or self._report_dir is not None:
-            section = environment().get_template("_run.html.j2").render(
-                r=run_view(record, "../index.html" if self.paged else ""))
+        if self._attempts is not None:  # one rendering, its links made relative to each page that shows it
+            section = environment().get_template("_run.html.j2").render(r=run_view(record, _INDEX, _ROOT))
+            self._attempts.write(record, record_text or dumps_line(record), _relative(section, "../../../"))
+            self._hold(position, task_id, repetition, status, _relative(section, "../" if self.paged else ""))
+        elif not self.paged:
+            section = environment().get_template("_run.html.j2").render(r=run_view(record))
             self._hold(position, task_id, repetition, status, section)
         if self._task is None or self._task["taskId"] != task_id:
             self._close_task()
@@ -282,8 +298,15 @@ def _usage_text(usage: dict[str, Any] | None) -> str:
     return f"input {usage['inputTokens']}, output {usage['outputTokens']}, cached input {cached}"
 
 
-def run_view(r: dict[str, Any], index: str = "") -> dict[str, Any]:
-    """Everything the run's evidence section shows, formatted (``index``: index.html's path from the section's page)."""
+def run_view(r: dict[str, Any], index: str = "", root: str | None = None) -> dict[str, Any]:
+    """Everything the run's evidence section shows, formatted.
+
+    Args:
+        r: the run record.
+        index: index.html's path from the section's page ("" on index.html itself).
+        root: the report directory's path from that page ("" or ending in "/") when
+            the run has an attempt page (``lab.report.attempts``) to link to; None: no link.
+    """
     usage_text = _usage_text(r.get("usage"))
     error = r.get("error")
     events = r.get("events") or []
@@ -305,4 +328,11 @@ def run_view(r: dict[str, Any], index: str = "") -> dict[str, Any]:
                                              "traceback": error.get("traceback")},
             "divergence": [(k, _short(v)) for k, v in sorted((r.get("divergence") or {}).items())],
             "events": [_event_view(e) for e in events[:EVENTS_SHOWN]],
-            "eventsHidden": max(len(events) - EVENTS_SHOWN, 0)}
+            "eventsHidden": max(len(events) - EVENTS_SHOWN, 0),
+            "attempt": None if root is None else _attempt_view(r, root)}
+
+
+def _attempt_view(r: dict[str, Any], root: str) -> dict[str, str]:
+    """The links to a run's attempt page and record: {name, page, record}."""
+    directory = attempt_dir(r["taskId"], r["repetition"])
+    return {"name": f"{directory}/", "page": f"{root}{directory}/{PAGE}", "record": f"{root}{directory}/{RECORD}"}

@@ -105,10 +105,11 @@ def _write_all(staging: Path, records: Iterable[dict[str, Any]], count: int, hea
     try:
         with open(staging / "runs.jsonl", "w", encoding="utf-8") as runs:
             for record in records:
-                runs.write(line(record))
+                text = line(record)
+                runs.write(text)
                 if tally is not None:
                     tally.add(record)
-                html.add(record)
+                html.add(record, text)  # also writes the run's attempts/<taskId>/<NNNN>/
                 junit.add(record)
                 for row in failed_rows(record):
                     failed.append(row)

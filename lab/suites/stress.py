@@ -1,21 +1,28 @@
-"""Seeded ``chain-walk-rules-NN`` instances for the long-context-stress suite (SPEC S7).
+"""Seeded ``chain-walk-rules-NN`` instances and the ``chain-walk-format-rule`` baseline (SPEC S7).
 
 An instance is a workspace holding a chain of 16 segment files plus decoys.
 ``start.txt`` names segment 1; each segment file carries a ``token: <t>`` line
 and a ``next: <path>`` line naming the next segment (``next: END`` on segment
-16). Comment lines (``#``) and decoy files carry stale tokens and paths. The
-prompt states three output rules once, one from each pool of
-:data:`RULE_POOLS` (order, letter case, frame); each rule has its own command
-verifier, an inline check that prints ``RULE-<n> OK``, so a run can satisfy
-some rules and miss others.
+16). Comment lines (``#``) and decoy files carry stale tokens and paths.
 
-Instance ``n`` draws its files and tokens from ``seed + n`` (its rules from a
-rotation of the pools shuffled by ``seed``) through :class:`Draw`
-(sha256 of ``"<seed>:<counter>"``), not from :mod:`random`, whose derived
-methods may change between Python versions: the same (index, seed) gives
-identical bytes everywhere. ``lab gen-stress`` writes instances 1..N with
-:func:`write_suite`; instances 1-5 are the ones bundled in
-``suites/long-context-stress``.
+Every instance's prompt states the same three rules of the walk report, once
+(:data:`RULES`): each segment's line is ``NN~CODE`` with the code (its token)
+in upper case, the first line is ``# walk-report``, the last line is
+``-- end of walk --`` followed by a single newline. Each rule has its own
+command verifier (an inline check printing ``RULE-<n>-… OK``) and the walk has
+one more (``walk``: the 16 tokens in order, whatever their format), so a
+report shows which rule a run dropped, apart from a wrong walk.
+
+The baseline ``chain-walk-format-rule`` (:func:`generate_baseline`) is the
+older task kept unchanged beside them: one ambiguous rule ("formatted
+``NN~CODE``") and one verifier reading it strictly.
+
+Instance ``n`` draws its files and tokens from ``seed + n`` (the baseline from
+``seed``) through :class:`Draw` (sha256 of ``"<seed>:<counter>"``), not from
+:mod:`random`, whose derived methods may change between Python versions: the
+same (index, seed) gives identical bytes everywhere. ``lab gen-stress`` writes
+instances 1..N with :func:`write_suite`; instances 1-5 are the ones bundled in
+``suites/long-context-stress``, beside the baseline.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ SEGMENTS = 16
 DECOYS = 8
 RESULT_FILE = "result.txt"
 GENERATED_SUITE_ID = "long-context-stress-generated"
+GENERATED_SUITE_VERSION = "2.0.0"  # 2.0.0: the walk-report rules, the same in every instance
 MAX_INSTANCES = 500
 TASK_PREFIX = "chain-walk-rules-"
 
@@ -86,100 +94,63 @@ class Draw:
         """One element of a non-empty sequence."""
         return items[self.below(len(items))]
 
-    def shuffled(self, items: Sequence[_T]) -> list[_T]:
-        """A Fisher-Yates permutation of ``items`` (a new list)."""
-        out = list(items)
-        for i in range(len(out) - 1, 0, -1):
-            j = self.below(i + 1)
-            out[i], out[j] = out[j], out[i]
-        return out
 
 
-# ---------------------------------------------------------------- output rules
-# A rule: (slug, sentence for the prompt, check body). A check body is Python run by
-# `python3 -c` in the workspace after the prelude below: L is the list of non-empty,
-# stripped lines of result.txt, C the chain tokens in walk order (lower case), K every
-# token of the instance, P the chain's file paths in walk order. It sets ok and why.
+# ---------------------------------------------------------------- the walk report
+# Every instance states the same three rules (the design's walk-report format), once, in its
+# prompt; each rule has a verifier of its own and the walk itself one more, so a report shows
+# which rule a run dropped apart from whether it walked the chain right. A check is Python run by
+# `python3 -c` in the workspace after the prelude below: T is result.txt's exact text (no newline
+# translation; None when the file is missing), L its lines split at "\n", C the chain tokens in
+# walk order (lower case), K every token of the instance. It sets ok and why.
 Chain = tuple[list[str], list[str]]  # (tokens in walk order, paths in walk order)
 
-_ORDER: list[tuple[str, str, str]] = [
-    ("walk-order", "List the tokens in the order you visit them: segment 1 first, segment 16 last.",
-     "W=C"),
-    ("reverse-order", "List the tokens in reverse walk order: segment 16 first, segment 1 last.",
-     "W=C[::-1]"),
-    ("sorted-order", "List the tokens sorted alphabetically, ignoring letter case.",
-     "W=sorted(C)"),
-]
-_CASE: list[tuple[str, str, str]] = [
-    ("odd-upper", "Write the token of every odd-numbered segment (1, 3, 5, ..., 15) in upper case "
-     "and every other token in lower case.", "U={i for i in range(1,17) if i%2}"),
-    ("even-upper", "Write the token of every even-numbered segment (2, 4, ..., 16) in upper case "
-     "and every other token in lower case.", "U={i for i in range(1,17) if i%2==0}"),
-    ("third-upper", "Write the token of every segment whose number is a multiple of 3 (3, 6, 9, "
-     "12, 15) in upper case and every other token in lower case.",
-     "U={i for i in range(1,17) if i%3==0}"),
-    ("second-half-upper", "Write the tokens of segments 9 to 16 in upper case and the tokens of "
-     "segments 1 to 8 in lower case.", "U=set(range(9,17))"),
-]
-_FRAME: list[tuple[str, str, str]] = [
-    ("count-footer", "End the file with the line COUNT=16.", "ok=L[-1:]==['COUNT=16']"),
-    ("start-header", "Begin the file with the line START=<path of the segment 1 file, exactly as "
-     "start.txt gives it>.", "ok=L[:1]==['START='+P[0]]"),
-    ("last-footer", "End the file with the line LAST=<path of the segment 16 file, exactly as "
-     "segment 15 gives it>.", "ok=L[-1:]==['LAST='+P[-1]]"),
-    ("begin-end", "Begin the file with the line BEGIN and end it with the line END.",
-     "ok=L[:1]==['BEGIN'] and L[-1:]==['END']"),
-    ("walk-header", "Begin the file with the line WALK OF 16 SEGMENTS.",
-     "ok=L[:1]==['WALK OF 16 SEGMENTS']"),
-]
-RULE_POOLS = (_ORDER, _CASE, _FRAME)
-"""Rule 1, 2, 3 come from these pools. Each pool is shuffled once by the base seed and
-instance n takes entry (n - 1) mod len(pool): pool sizes 3, 4, 5 make every rule appear
-within the first five instances and the 60 combinations cycle."""
+HEADER = "# walk-report"
+FOOTER = "-- end of walk --"
+RULES: tuple[tuple[str, str, str], ...] = (
+    ("rule-1-nn-code-upper",
+     "Each segment gets one line, in walk order, of the form `NN~CODE`: NN is the segment's number "
+     "as two digits (01 for segment 1, ..., 16 for segment 16) and CODE is the segment's token in "
+     "upper case (segment 3 with token `token-07` is the line `03~TOKEN-07`).",
+     "B=[l for l in L if l.strip() and l not in (H,F)]\n"
+     "bad=[l for i,l in enumerate(B) if not re.fullmatch('%02d~[A-Z0-9-]*[A-Z][A-Z0-9-]*'%(i+1),l)]\n"
+     "ok=len(B)==16 and not bad\nwhy='%d segment lines; not NN~CODE with NN its number and CODE upper case: %s'"
+     "%(len(B),bad[:4])\n"),
+    ("rule-2-walk-report-header",
+     f"The first line of the file is exactly `{HEADER}`.",
+     "ok=L[:1]==[H]\nwhy='first line %r'%L[:1]\n"),
+    ("rule-3-end-of-walk-footer",
+     f"The last line of the file is exactly `{FOOTER}`, and the file ends with a single newline "
+     "after it (no empty line follows).",
+     "ok=T is not None and (T==F+'\\n' or T.endswith('\\n'+F+'\\n'))\n"
+     "why='the file ends with %r'%(T or '')[-40:]\n"),
+)
+"""(verifier id, the rule's sentence in the prompt, check body) of rules 1, 2, 3."""
+WALK_CHECK = ("walk", "G=[t for l in L for t in re.findall('[a-z]+-[0-9]+',l.lower()) if t in K]\n"
+              "ok=G==C\nwhy='tokens in order: %s'%G\n")
+"""The walk verifier: the 16 tokens in walk order, read from the lines whatever their format or case."""
+
+_PRELUDE = ("import pathlib,re,sys\np=pathlib.Path({result!r})\n"
+            "T=p.read_bytes().decode('utf-8','replace') if p.is_file() else None\n"
+            "L=(T or '').split('\\n')\nL=L[:-1] if L[-1:]==[''] else L\n"
+            "C={tokens!r}\nK=set(C+{decoys!r})\nH={header!r}\nF={footer!r}\n")
+_EPILOGUE = ("if T is None:\n    ok,why=False,'no {result}'\n"
+             "print('{name} OK' if ok else '{name} FAIL: '+why[:300])\nsys.exit(0 if ok else 1)\n")
 
 
-def _rules(index: int, seed: int) -> list[tuple[str, str, str]]:
-    draw = Draw(seed)
-    return [draw.shuffled(pool)[(index - 1) % len(pool)] for pool in RULE_POOLS]
-
-_PRELUDE = ("import pathlib,sys\np=pathlib.Path({result!r})\n"
-            "L=[l.strip() for l in p.read_text('utf-8','replace').splitlines() if l.strip()] "
-            "if p.is_file() else []\nC={tokens!r}\nK=set(C+{decoys!r})\nP={paths!r}\n")
-_ORDER_TAIL = "G=[l.lower() for l in L if l.lower() in K]\nok=G==W\nwhy='token lines in order: %s'%G\n"
-_CASE_TAIL = ("E={t: t.upper() if i+1 in U else t for i,t in enumerate(C)}\n"
-              "G=[l for l in L if l.lower() in E]\nbad=[l for l in G if l!=E[l.lower()]]\n"
-              "miss=sorted(set(E)-{l.lower() for l in G})\nok=not bad and not miss\n"
-              "why='wrong case: %s; missing: %s'%(bad,miss)\n")
-_FRAME_TAIL = "why='first line %r, last line %r'%(L[:1],L[-1:])\n"
-_EPILOGUE = ("print('RULE-{n} OK' if ok else 'RULE-{n} FAIL: '+why[:300])\n"
-             "sys.exit(0 if ok else 1)\n")
+def _verifier(verifier_id: str, body: str, chain: Chain, decoys: list[str]) -> dict[str, Any]:
+    """A command verifier running ``body`` (after the prelude) on result.txt; it prints ``<ID> OK``."""
+    name = verifier_id.upper()
+    code = (_PRELUDE.format(result=RESULT_FILE, tokens=chain[0], decoys=decoys, header=HEADER, footer=FOOTER)
+            + body + _EPILOGUE.format(result=RESULT_FILE, name=name))
+    return {"id": verifier_id, "kind": "command", "argv": ["python3", "-c", code], "timeoutMs": 30000,
+            "expectExit": 0, "expectStdoutIncludes": f"{name} OK"}
 
 
-def _check_code(slot: int, body: str, chain: Chain, decoys: list[str]) -> str:
-    tokens, paths = chain
-    tail = (_ORDER_TAIL, _CASE_TAIL, _FRAME_TAIL)[slot]
-    prelude = _PRELUDE.format(result=RESULT_FILE, tokens=tokens, decoys=decoys, paths=paths)
-    return prelude + body + "\n" + tail + _EPILOGUE.format(n=slot + 1)
-
-
-def expected_output(rules: Sequence[str], chain: Chain) -> str:
-    """The text of result.txt that satisfies the three rules (slugs, one per pool)."""
-    tokens, paths = chain
-    order, case, frame = rules
-    listed = list(enumerate(tokens, 1))
-    if order == "reverse-order":
-        listed.reverse()
-    elif order == "sorted-order":
-        listed.sort(key=lambda item: item[1])
-    upper: Callable[[int], bool] = {
-        "odd-upper": lambda i: i % 2 == 1, "even-upper": lambda i: i % 2 == 0,
-        "third-upper": lambda i: i % 3 == 0, "second-half-upper": lambda i: i >= 9}[case]
-    lines = [token.upper() if upper(i) else token for i, token in listed]
-    head = {"start-header": [f"START={paths[0]}"], "begin-end": ["BEGIN"],
-            "walk-header": ["WALK OF 16 SEGMENTS"]}.get(frame, [])
-    foot = {"count-footer": ["COUNT=16"], "last-footer": [f"LAST={paths[-1]}"],
-            "begin-end": ["END"]}.get(frame, [])
-    return "\n".join(head + lines + foot) + "\n"
+def expected_output(chain: Chain) -> str:
+    """The text of result.txt that keeps the three rules (and the walk)."""
+    lines = [f"{n:02d}~{token.upper()}" for n, token in enumerate(chain[0], 1)]
+    return "\n".join([HEADER, *lines, FOOTER]) + "\n"
 
 
 # ---------------------------------------------------------------- the workspace
@@ -241,22 +212,60 @@ def _files(draw: Draw, chain_paths: list[str], decoy_paths: list[str],
     return dict(sorted(files.items()))
 
 
-def _prompt(rule_texts: list[str]) -> str:
-    listed = "\n".join(f"{n}. {text}" for n, text in enumerate(rule_texts, 1))
+def _prompt(instructions: str) -> str:
     return (
         f"This workspace holds a chain of {SEGMENTS} segment files. start.txt names the file "
         "of segment 1. In each segment file, the line that begins with `token: ` gives that "
         "segment's token and the line that begins with `next: ` gives the workspace-relative "
         f"path of the next segment's file; `next: END` marks segment {SEGMENTS}, the last. "
         "Lines that begin with `#` are comments; ignore them. Files you do not reach by "
-        f"following the chain are not part of it. Walk the whole chain and write its {SEGMENTS} "
-        f"tokens to {RESULT_FILE}, one token per line, following these three rules:\n{listed}\n"
-        f"Do not change any other file. The rules are stated only here.")
+        f"following the chain are not part of it. Walk the whole chain and write {RESULT_FILE}"
+        f"{instructions}\nDo not change any other file.")
+
+
+RULES_PROMPT = (", a walk report, following these three rules:\n"
+                + "\n".join(f"{n}. {text}" for n, (_, text, _) in enumerate(RULES, 1))
+                + "\nThe rules are stated only here.")
+"""What a chain-walk-rules prompt asks for after "write result.txt"."""
+BASELINE_ID = "chain-walk-format-rule"
+BASELINE_PROMPT = ", one line per segment in walk order, formatted `NN~CODE`."
+"""The baseline's request: one ambiguous format rule (how wide is NN? is CODE the token as
+written, or in capitals as the placeholder is? anything else in the file?) judged by one
+verifier that reads it strictly: the 16 lines ``NN~CODE`` with a two-digit NN and the token
+in upper case, nothing else."""
+_BASELINE_CHECK = ("W=['%02d~%s'%(i,t.upper()) for i,t in enumerate(C,1)]\nB=[l for l in L if l.strip()]\n"
+                   "ok=B==W\nwhy='lines %s ..., expected %s ...'%(B[:2],W[:2])\n")
+
+
+def _walk_task(task_id: str, draw: Draw, instructions: str, checks: Sequence[tuple[str, str]], tags: list[str],
+               answer: Callable[[Chain], str]) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
+    """(task, files, script) of one chain walk drawn from ``draw``; ``checks``: (verifier id, check body)."""
+    chain_paths, decoy_paths, tokens = _layout(draw)
+    files = _files(draw, chain_paths, decoy_paths, tokens)
+    chain: Chain = (tokens[:SEGMENTS], chain_paths)
+    task = {
+        "id": task_id, "prompt": _prompt(instructions),
+        "fixture": f"fixtures/{task_id}",
+        "budget": {"maxTurns": 40, "maxWallMs": 900000, "maxTokens": 2000000, "maxToolCalls": 60},
+        "policy": {"mode": "auto", "allow": ["write"], "readOnly": False},
+        "verifiers": [_verifier(vid, body, chain, tokens[SEGMENTS:]) for vid, body in checks],
+        "tags": tags, "fixtureGit": False,
+    }
+    reads = [{"toolCalls": [{"name": "read_file", "arguments": {"path": path}}]}
+             for path in ["start.txt", *chain_paths]]
+    script = {"schemaVersion": 1, "taskId": task_id, "turns": [
+        *reads,
+        {"toolCalls": [{"name": "write_file", "arguments": {"path": RESULT_FILE, "content": answer(chain)}}]},
+        {"content": f"DONE: walked {SEGMENTS} segments and wrote {RESULT_FILE}."}]}
+    return task, files, script
 
 
 def generate_instance(index: int, seed: int = DEFAULT_SEED,
                       ) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
-    """Build chain-walk instance ``index`` from ``seed + index``.
+    """Build chain-walk-rules instance ``index`` from ``seed + index``.
+
+    Every instance states the three rules of :data:`RULES` and has four
+    verifiers: one per rule, then ``walk``.
 
     Args:
         index: instance number, >= 1; the task id is ``chain-walk-rules-<index:02d>``.
@@ -271,31 +280,24 @@ def generate_instance(index: int, seed: int = DEFAULT_SEED,
     """
     if index < 1:
         raise ValueError(f"instance index must be >= 1, got {index}")
-    draw = Draw(seed + index)
-    task_id = f"{TASK_PREFIX}{index:02d}"
-    chain_paths, decoy_paths, tokens = _layout(draw)
-    files = _files(draw, chain_paths, decoy_paths, tokens)
-    chain: Chain = (tokens[:SEGMENTS], chain_paths)
-    chosen = _rules(index, seed)
-    verifiers = [{"id": f"rule-{n}-{slug}", "kind": "command",
-                  "argv": ["python3", "-c", _check_code(n - 1, body, chain, tokens[SEGMENTS:])],
-                  "timeoutMs": 30000, "expectExit": 0, "expectStdoutIncludes": f"RULE-{n} OK"}
-                 for n, (slug, _, body) in enumerate(chosen, 1)]
-    task = {
-        "id": task_id, "prompt": _prompt([c[1] for c in chosen]),
-        "fixture": f"fixtures/{task_id}",
-        "budget": {"maxTurns": 40, "maxWallMs": 900000, "maxTokens": 2000000, "maxToolCalls": 60},
-        "policy": {"mode": "auto", "allow": ["write"], "readOnly": False},
-        "verifiers": verifiers, "tags": ["chain-walk", "live-only", "stress"], "fixtureGit": False,
-    }
-    reads = [{"toolCalls": [{"name": "read_file", "arguments": {"path": path}}]}
-             for path in ["start.txt", *chain_paths]]
-    answer = expected_output([c[0] for c in chosen], chain)
-    script = {"schemaVersion": 1, "taskId": task_id, "turns": [
-        *reads,
-        {"toolCalls": [{"name": "write_file", "arguments": {"path": RESULT_FILE, "content": answer}}]},
-        {"content": f"DONE: walked {SEGMENTS} segments and wrote {RESULT_FILE}."}]}
-    return task, files, script
+    checks = [(vid, body) for vid, _, body in RULES] + [WALK_CHECK]
+    return _walk_task(f"{TASK_PREFIX}{index:02d}", Draw(seed + index), RULES_PROMPT, checks,
+                      ["chain-walk", "live-only", "stress"], expected_output)
+
+
+def generate_baseline(seed: int = DEFAULT_SEED) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
+    """The ``chain-walk-format-rule`` baseline (its workspace drawn from ``seed`` itself, instance 0).
+
+    The older task, kept unchanged beside the instances so that their pass
+    rates can be read against it: one ambiguous rule (:data:`BASELINE_PROMPT`),
+    one verifier ``format-rule`` for everything. Same return value as
+    :func:`generate_instance`.
+    """
+    def answer(chain: Chain) -> str:
+        return "".join(f"{n:02d}~{token.upper()}\n" for n, token in enumerate(chain[0], 1))
+
+    return _walk_task(BASELINE_ID, Draw(seed), BASELINE_PROMPT, [("format-rule", _BASELINE_CHECK)],
+                      ["chain-walk", "live-only", "stress", "baseline"], answer)
 
 
 # ---------------------------------------------------------------- writing
@@ -307,8 +309,8 @@ def dump_json(doc: Any) -> bytes:
 
 
 def write_instance(suite_dir: Path, index: int, seed: int = DEFAULT_SEED) -> dict[str, Any]:
-    """Write instance ``index``'s fixture and script under ``suite_dir``; return its task entry."""
-    task, files, script = generate_instance(index, seed)
+    """Write instance ``index``'s fixture and script under ``suite_dir`` (0: the baseline); return its task entry."""
+    task, files, script = generate_instance(index, seed) if index else generate_baseline(seed)
     fixture = suite_dir / task["fixture"]
     for rel, text in files.items():
         (fixture / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -361,11 +363,11 @@ def write_suite(out_dir: Path, count: int, *, force: bool = False, seed: int = D
     _clear_previous(out_dir, force)
     out_dir.mkdir(parents=True, exist_ok=True)
     tasks = [write_instance(out_dir, n, seed) for n in range(1, count + 1)]
-    suite = {"schemaVersion": 1, "suiteId": GENERATED_SUITE_ID, "suiteVersion": "1.0.0",
+    suite = {"schemaVersion": 1, "suiteId": GENERATED_SUITE_ID, "suiteVersion": GENERATED_SUITE_VERSION,
              "description": (f"{count} seeded chain-walk-rules instances written by `lab gen-stress` "
                              f"(seed {seed}): walk a {SEGMENTS}-segment chain across files and "
-                             "write its tokens under three output rules stated once, one verifier "
-                             "per rule. Live-only: no cassettes."),
+                             "write a walk report under three rules stated once, one verifier "
+                             "per rule and one for the walk. Live-only: no cassettes."),
              "tasks": tasks}
     (out_dir / "suite.json").write_bytes(dump_json(suite))
     return out_dir

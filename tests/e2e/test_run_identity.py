@@ -126,12 +126,12 @@ def test_a_new_suite_version_keeps_the_old_baseline(tmp_path: Path,
     suites, data = write_suite(tmp_path / "suites"), tmp_path / "runs"
     assert lab_run(suites, data, f"provider.base_url={one.url}/v1")[0] == 0
     [old_dir] = data.glob("idlab/*/reports/*")
-    before = {p.name: p.read_bytes() for p in old_dir.iterdir()}
+    before = {p.relative_to(old_dir): p.read_bytes() for p in old_dir.rglob("*") if p.is_file()}
     write_suite(tmp_path / "suites", version="1.1.0")
     code, out = lab_run(suites, data, f"provider.base_url={one.url}/v1")
     assert code == 0, out
     assert len(_calls(one)) == 2  # the new version ran
-    assert {p.name: p.read_bytes() for p in old_dir.iterdir()} == before  # the baseline is untouched
+    assert {p.relative_to(old_dir): p.read_bytes() for p in old_dir.rglob("*") if p.is_file()} == before  # untouched
     versions = sorted(str(doc["header"]["suiteVersion"]) for doc in reports(data).values())
     assert versions == ["1.0.0", "1.1.0"]
     assert ".v1.0.0." in old_dir.name

@@ -42,7 +42,7 @@ def report_dir(tmp_path: Path) -> Path:
 
 
 def test_every_file_is_published(report_dir: Path) -> None:
-    assert sorted(p.name for p in report_dir.iterdir()) == sorted(REPORT_FILES)
+    assert sorted(p.name for p in report_dir.iterdir()) == sorted([*REPORT_FILES, "attempts"])
     assert not [p for p in report_dir.parent.iterdir() if p.name.startswith(".")]
 
 
@@ -138,12 +138,17 @@ def test_index_html_reaches_every_run_from_the_task_table(report_dir: Path) -> N
     assert anchors <= page.ids
     assert anchors <= {h.removeprefix("#") for h in page.hrefs}
     assert {f"task-{t}" for t in ("steady", "wobbly", "broken", "down")} <= page.ids
-    assert all(h.removeprefix("#") in page.ids for h in page.hrefs)
+    assert all(h.removeprefix("#") in page.ids for h in page.hrefs if h.startswith("#"))
+    # every other link is a run's attempt page or its record, inside the report directory
+    assert sorted(h for h in page.hrefs if not h.startswith("#")) == sorted(
+        f"attempts/{r['taskId']}/{r['repetition'] + 1:04d}/{name}" for r in mixed_records()
+        for name in ("index.html", "evaluation.json"))
+    assert all((report_dir / h).is_file() for h in page.hrefs if not h.startswith("#"))
 
 
 def test_index_html_is_self_contained(report_dir: Path) -> None:
     page = parse_page(report_dir / "index.html")
-    assert page.external == []
+    assert [h for h in page.external if not h.startswith("attempts/") or "//" in h or ".." in h] == []
     assert "script" not in page.tags and "link" not in page.tags
     assert "svg" in page.tags and "style" in page.tags
 

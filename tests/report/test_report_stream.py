@@ -221,9 +221,12 @@ def test_a_large_report_pages_its_evidence_and_every_link_resolves(large_report:
     for href in linked:
         page, _, anchor = href.partition("#")
         assert not anchor or anchor in targets[page].ids, href
-    for name, page in targets.items():  # back to the index's task rows, and to the neighbouring pages
+    for name, page in targets.items():  # back to the index's task rows, to the neighbouring pages, to the attempts
         assert all(h.startswith("../index.html#task-") and h.partition("#")[2] in index.ids
-                   or h == "../index.html" or f"pages/{h}" in targets for h in page.hrefs), name
+                   or h == "../index.html" or f"pages/{h}" in targets
+                   or h.startswith("../attempts/") and (large_report / h[3:]).is_file() for h in page.hrefs), name
+    attempt_links = {h for p in targets.values() for h in p.hrefs if h.startswith("../attempts/")}
+    assert len(attempt_links) == 2 * 10_000  # each run's page and record, one link each
     errors = json.loads((large_report / "report.json").read_text())["errors"]
     run_links = [h for h in index.hrefs if "#run-" in h]  # the task rows' page links and the error table's
     assert len(errors) > 100 and len(run_links) >= len(errors) and all(h.startswith("pages/") for h in run_links)
@@ -266,7 +269,7 @@ def test_a_small_report_opens_in_headless_chromium_with_its_evidence(tmp_path: P
     write_report_from_files(tmp_path / "r", make_header(k=6), store(records, tmp_path / "runs"))
     dom = parsed(browse(tmp_path / "r" / "index.html", tmp_path))
     assert {run_anchor(r["taskId"], r["repetition"]) for r in records} <= dom.ids
-    assert all(h.startswith("#") for h in dom.hrefs)
+    assert all(h.startswith("#") or (tmp_path / "r" / h).is_file() for h in dom.hrefs)  # anchors or attempt files
 
 
 @pytest.mark.slow

@@ -3,8 +3,9 @@
 - every task's shipped fixture fails its verifiers and passes after its scripted solution;
 - the facts really are out of sight: past the first page read_file shows, or cut out of a
   command's output by the harness's truncation, while the narrowed command shows them;
-- chain-walk instances are deterministic, the bundled 01-05 are the generator's bytes, and
-  each of the three rules is judged by its own verifier alone;
+- chain-walk instances are deterministic, the bundled 01-05 and the baseline are the generator's
+  bytes, every instance states the walk-report rules word for word, and each rule (and the walk)
+  is judged by its own verifier alone;
 - `lab gen-stress` in a real subprocess, and both suites live with the scripted provider.
 """
 
@@ -20,13 +21,20 @@ from lab.agents.builtin.tool import ToolContext, run_tool
 from lab.agents.builtin.tools import TOOLS
 from lab.cli.gen_stress import gen_stress
 from lab.sandbox.process import minimal_env
-from lab.suites.stress import GENERATED_SUITE_ID, RULE_POOLS, dump_json, expected_output, generate_instance
+from lab.suites.stress import (
+    GENERATED_SUITE_ID,
+    dump_json,
+    expected_output,
+    generate_baseline,
+    generate_instance,
+)
 from lab.suites.load import load_suite
 from tests.helpers.lab_process import ROOT, run_cmd
 from tests.helpers.script_interpreter import apply_script, copy_fixture, snapshot, verdicts
 
 SUITES = ROOT / "suites"
-TASK_COUNTS = {"long-context": 3, "long-context-stress": 9}
+TASK_COUNTS = {"long-context": 3, "long-context-stress": 10}
+VERSIONS = {"long-context": "1.0.0", "long-context-stress": "2.0.0"}
 OUTPUT_CHARS = 16_000  # the default limits.tool_output_chars
 
 
@@ -63,7 +71,7 @@ def tool_text(workspace: Path, tool: str, arguments: dict[str, Any]) -> str:
 def test_suite_is_live_only_and_loads(suite_id: str) -> None:
     suite = load_suite(SUITES / suite_id)
     doc = load_json(SUITES / suite_id / "suite.json")
-    assert (doc["suiteVersion"], len(suite.tasks)) == ("1.0.0", TASK_COUNTS[suite_id])
+    assert (doc["suiteVersion"], len(suite.tasks)) == (VERSIONS[suite_id], TASK_COUNTS[suite_id])
     assert "Live-only" in doc["description"] and "no cassettes" in doc["description"]
     assert all("live-only" in task.tags for task in suite.tasks)
     assert not (ROOT / "cassettes" / suite_id).exists()
@@ -180,36 +188,84 @@ def test_bundled_instance_is_the_generators_output(index: int) -> None:
     assert (BUNDLED / "scripts" / f"{task['id']}.json").read_bytes() == dump_json(script)
 
 
-def test_first_five_instances_use_every_rule_of_every_pool() -> None:
-    used = {v["id"].split("-", 2)[2] for n in range(1, 6) for v in generate_instance(n)[0]["verifiers"]}
-    assert used == {slug for pool in RULE_POOLS for slug, _, _ in pool}
+RULE_TEXT = [
+    "1. Each segment gets one line, in walk order, of the form `NN~CODE`: NN is the segment's number as two digits "
+    "(01 for segment 1, ..., 16 for segment 16) and CODE is the segment's token in upper case (segment 3 with token "
+    "`token-07` is the line `03~TOKEN-07`).",
+    "2. The first line of the file is exactly `# walk-report`.",
+    "3. The last line of the file is exactly `-- end of walk --`, and the file ends with a single newline after it "
+    "(no empty line follows).",
+]
+VERIFIERS = ["rule-1-nn-code-upper", "rule-2-walk-report-header", "rule-3-end-of-walk-footer", "walk"]
 
 
-def _break_rule(rule: int, text: str, tokens: list[str]) -> str:
-    """result.txt text that breaks only ``rule`` (1 order, 2 case, 3 frame)."""
-    lines = text.splitlines()
-    at = [i for i, line in enumerate(lines) if line.lower() in tokens]
-    if rule == 1:
-        lines[at[0]], lines[at[1]] = lines[at[1]], lines[at[0]]
-    elif rule == 2:
-        flip = next(i for i in at if lines[i] != lines[i].lower())
-        lines[flip] = lines[flip].lower()
-    else:
-        lines = [lines[i] for i in at]
-    return "\n".join(lines) + "\n"
+@pytest.mark.parametrize("index", [1, 2, 3, 4, 5, 6, 40])
+def test_every_instance_states_the_walk_report_rules_once_with_a_verifier_each(index: int) -> None:
+    task, _, script = generate_instance(index)
+    assert [line for line in task["prompt"].splitlines() if line[:3] in ("1. ", "2. ", "3. ")] == RULE_TEXT
+    assert all(task["prompt"].count(rule[3:]) == 1 for rule in RULE_TEXT)
+    assert [v["id"] for v in task["verifiers"]] == VERIFIERS
+    assert [v["expectStdoutIncludes"] for v in task["verifiers"]] == [f"{vid.upper()} OK" for vid in VERIFIERS]
+    report = script["turns"][-2]["toolCalls"][0]["arguments"]["content"]
+    lines = report.split("\n")
+    assert lines[0] == "# walk-report" and lines[-2:] == ["-- end of walk --", ""] and len(lines) == 19
+    assert [line[:3] for line in lines[1:17]] == [f"{n:02d}~" for n in range(1, 17)]
+    assert all(line == line.upper() for line in lines[1:17])
+
+
+def test_the_baseline_keeps_its_one_ambiguous_rule_and_one_verifier() -> None:
+    task, files, script = generate_baseline()
+    bundled = next(t for t in load_json(BUNDLED / "suite.json")["tasks"] if t["id"] == "chain-walk-format-rule")
+    assert bundled == task
+    assert files_under(BUNDLED / task["fixture"]) == {rel: text.encode() for rel, text in files.items()}
+    assert (BUNDLED / "scripts" / "chain-walk-format-rule.json").read_bytes() == dump_json(script)
+    assert task["prompt"].endswith("write result.txt, one line per segment in walk order, formatted `NN~CODE`.\n"
+                                   "Do not change any other file.")
+    assert [v["id"] for v in task["verifiers"]] == ["format-rule"] and "baseline" in task["tags"]
+    assert files != generate_instance(1)[1]  # a workspace of its own
+
+
+def _break(kind: str, text: str) -> str:
+    """A walk report (``expected_output``) with one thing wrong: a rule dropped, or the walk."""
+    lines = text.split("\n")
+    if kind == "rule-1-nn-code-upper":  # the codes as the tokens are written, in lower case
+        lines[1:17] = [line.lower() for line in lines[1:17]]
+    elif kind == "rule-2-walk-report-header":
+        lines = lines[1:]
+    elif kind == "rule-3-end-of-walk-footer":  # one empty line too many after the footer
+        lines.append("")
+    else:  # the walk: segments 2 and 3 swapped, each line still numbered in order
+        second, third = lines[2].split("~")[1], lines[3].split("~")[1]
+        lines[2], lines[3] = f"02~{third}", f"03~{second}"
+    return "\n".join(lines)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(1, 6))
+@pytest.mark.parametrize("index", [1, 4])
 def test_each_rule_is_judged_by_its_own_verifier(index: int, tmp_path: Path) -> None:
     task, files, _ = generate_instance(index)
     tokens = [_field(files[path], "token: ") for path in _chain_paths(files)]
-    rules = [v["id"].split("-", 2)[2] for v in task["verifiers"]]
-    good = expected_output(rules, (tokens, _chain_paths(files)))
-    for broken in (1, 2, 3):
-        (tmp_path / "result.txt").write_text(_break_rule(broken, good, tokens), encoding="utf-8")
+    good = expected_output((tokens, _chain_paths(files)))
+    (tmp_path / "result.txt").write_text(good, encoding="utf-8")
+    assert all(verdicts(tmp_path, task["verifiers"], {}).values())
+    for broken in VERIFIERS:
+        (tmp_path / "result.txt").write_bytes(_break(broken, good).encode())
         result = verdicts(tmp_path, task["verifiers"], {})
-        assert [vid for vid, ok in result.items() if not ok] == [task["verifiers"][broken - 1]["id"]]
+        assert [vid for vid, ok in result.items() if not ok] == [broken]
+    (tmp_path / "result.txt").write_bytes(good.replace("\n", "\r\n").encode())  # CRLF: the lines are not exact
+    assert not any(verdicts(tmp_path, task["verifiers"], {})[vid] for vid in VERIFIERS[:3])
+
+
+@pytest.mark.slow
+def test_the_baseline_reads_its_rule_strictly(tmp_path: Path) -> None:
+    task, files, script = generate_baseline()
+    strict = script["turns"][-2]["toolCalls"][0]["arguments"]["content"]
+    readings = {strict: True, strict.lower(): False,  # CODE as the token is written
+                "".join(f"{line[1:] if line[0] == '0' else line}\n" for line in strict.splitlines()): False,  # 1~
+                "# walk-report\n" + strict + "-- end of walk --\n": False}  # the newer rules' frame
+    for text, passes in readings.items():
+        (tmp_path / "result.txt").write_text(text, encoding="utf-8")
+        assert verdicts(tmp_path, task["verifiers"], {}) == {"format-rule": passes}, text[:40]
 
 
 def _field(text: str, prefix: str) -> str:
@@ -237,8 +293,11 @@ def test_gen_stress_writes_a_loadable_suite_whose_first_five_are_bundled(tmp_pat
     suite = load_suite(out)
     assert suite.id == GENERATED_SUITE_ID and [t.id for t in suite.tasks] == [
         f"chain-walk-rules-{n:02d}" for n in range(1, 8)]
+    bundled = {t["id"]: t for t in load_json(BUNDLED / "suite.json")["tasks"]}
+    generated = {t["id"]: t for t in load_json(out / "suite.json")["tasks"]}
     for n in range(1, 6):
         task_id = f"chain-walk-rules-{n:02d}"
+        assert generated[task_id] == bundled[task_id]
         assert files_under(out / "fixtures" / task_id) == files_under(BUNDLED / "fixtures" / task_id)
         assert (out / "scripts" / f"{task_id}.json").read_bytes() == (
             BUNDLED / "scripts" / f"{task_id}.json").read_bytes()
