@@ -135,10 +135,12 @@ SHAPE_HINT = re.compile("|".join([*dict.fromkeys(_PREFIX_HINTS.get(prefix, prefi
                                   r"(?:[A-Za-z0-9+/]{70}|[A-Za-z0-9+/]{64})(?![A-Za-z0-9+/])", *_DER_STARTS]))
 """Finds something wherever a prefixed key or a private-key body line is: its prefix; a standalone
 run of 64 or 70 base64 characters that is not hex (a sha256 digest is not a key line); a DER opening."""
-WORD_HINT = re.compile(r"(?:key|secret|token|passw|pwd|credential|sig)[a-z0-9_.-]{0,48}[\"']?[^\S\n]*[=:]", re.ASCII)
+WORD_HINT = re.compile(r"(?:key|secret|token|passw|pwd|credential|sig)[a-z0-9_.-]{0,48}(?:\\{0,7}[\"'])?[^\S\n]*[=:]",
+                       re.ASCII)
 """Finds something in the *lower-cased* text wherever a credential assignment is: a word of the
 credential names followed by the assignment (the patterns are ASCII-only and case-insensitive, so
-``str.lower`` folds every case they match). A bare name such as ``inputTokens`` is not one."""
+``str.lower`` folds every case they match). A bare name such as ``inputTokens`` is not one; a
+name quoted inside JSON-escaped text (``\\"SecretAccessKey\\":``) is one."""
 
 
 def _key_like(body: str) -> bool:

@@ -185,7 +185,7 @@ def _sources(source: Source | Iterable[Source]) -> Iterator[tuple[str, dict[str,
 
 
 def _from_path(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    if path.is_dir():
+    if path.is_dir() and path.suffix not in (".json", ".jsonl"):  # a record file's name: refused below
         runs = path / "runs.jsonl"
         files = [runs] if runs.is_file() else sorted(path.rglob("s*-r*.json"))
         for file in files:

@@ -150,7 +150,7 @@ def test_a_suite_changed_without_a_version_bump_is_refused_until_overwrite(
     assert lab_run(suites, data, base)[0] == 0
     [store] = data.glob("idlab/*")
     [report_dir] = store.glob("reports/*")
-    kept = {p: p.read_bytes() for p in [*store.glob("runs/**/*.json"), *report_dir.iterdir()]}
+    kept = {p: p.read_bytes() for p in [*store.glob("runs/**/*.json"), *(p for p in report_dir.rglob("*") if p.is_file())]}
     marker = json.loads((store / "suite-digest.json").read_text(encoding="utf-8"))
     assert_valid("suite-digest", marker, "suite-digest.json")
     old_digest = str(marker["suiteDigest"])

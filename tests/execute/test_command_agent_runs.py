@@ -116,7 +116,9 @@ def test_the_real_key_reaches_neither_the_agent_nor_the_data_dir(tmp_path: Path)
         assert [r.headers.get("authorization") for r in server.requests] == [f"Bearer {REAL_KEY}"]
     assert record["executor"]["exitCode"] == 0, record["executor"]
     seen = (Path(record["workspace"]) / "probe-out.txt").read_text()
-    assert "OPENAI_API_KEY=" in seen and "/proc/1/environ" in seen  # it looked, and found the run token
+    # It looked at its own environment and every /proc/*/environ it could read (bwrap's pid 1 is
+    # hidden), and found the run token.
+    assert "OPENAI_API_KEY=" in seen and "/proc/self/environ" in seen and "/proc/1/environ" not in seen
     assert REAL_KEY not in seen
     files = [p for p in data_dir.rglob("*") if p.is_file()]
     assert any(p.suffix == ".jsonl" for p in files)  # the cassette was written (with the echo redacted)

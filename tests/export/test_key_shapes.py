@@ -128,6 +128,7 @@ def test_the_whole_corpus_split_across_deltas_is_redacted_joined_or_not() -> Non
 
 # -- the kind, as a property ------------------------------------------------------------------------
 
+BOUNDARY = st.sampled_from([" ", "\n", "\t", '"', "'", ",", ";", "{", "}", "[", "]", "\\n"])
 SURROUNDINGS = st.text(alphabet=st.sampled_from(list("ab XY:=,;'\"\\/\n\t{}[]")), max_size=8)
 
 
@@ -144,7 +145,11 @@ def embed(draw: st.DrawFn, text: str) -> Any:
 
 @st.composite
 def planted(draw: st.DrawFn) -> tuple[Any, list[str]]:
-    text, secrets = CORPUS[draw(st.sampled_from(NAMES))]
+    name = draw(st.sampled_from(NAMES))
+    text, secrets = CORPUS[name]
+    # A key is a token: what surrounds it starts with a delimiter (a letter glued on makes another
+    # token, and a PEM body line glued to a letter is no longer that line).
+    text = draw(BOUNDARY) + text + draw(BOUNDARY)
     return embed(draw, text), secrets
 
 

@@ -226,7 +226,7 @@ def test_a_large_report_pages_its_evidence_and_every_link_resolves(large_report:
                    or h == "../index.html" or f"pages/{h}" in targets
                    or h.startswith("../attempts/") and (large_report / h[3:]).is_file() for h in page.hrefs), name
     attempt_links = {h for p in targets.values() for h in p.hrefs if h.startswith("../attempts/")}
-    assert len(attempt_links) == 2 * 10_000  # each run's page and record, one link each
+    assert len(attempt_links) == 2 * LARGE_RUNS  # each run's page and record, one link each
     errors = json.loads((large_report / "report.json").read_text())["errors"]
     run_links = [h for h in index.hrefs if "#run-" in h]  # the task rows' page links and the error table's
     assert len(errors) > 100 and len(run_links) >= len(errors) and all(h.startswith("pages/") for h in run_links)
