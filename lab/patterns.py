@@ -44,12 +44,70 @@ def compile_pattern(pattern: str, flags: int = 0) -> Pattern:
     """``pattern`` compiled with :mod:`regex` (``re``-compatible syntax, see the module docstring).
 
     Raises:
-        ValueError: not a valid regular expression (the message says why and where).
+        ValueError: not a valid regular expression (the message says why and where), or its
+            counted repeats multiply past :data:`MAX_REPEAT_PRODUCT` (compiling one such as
+            ``((a{100}){100}){100}`` takes gigabytes before any text is matched).
     """
+    product = repeat_product(pattern)
+    if product > MAX_REPEAT_PRODUCT:
+        raise ValueError(f"its counted repeats nest to {product:,} repetitions (at most "
+                         f"{MAX_REPEAT_PRODUCT:,}): compiling it would take gigabytes; use + or * instead")
     try:
         return regex.compile(pattern, flags)
     except (regex.error, RecursionError, OverflowError, ValueError, TypeError) as exc:
         raise ValueError(str(exc)) from None
+
+
+MAX_REPEAT_PRODUCT = 100_000
+"""The most repetitions counted repeats (``{n}``, ``{n,m}``) may nest to in one pattern."""
+
+_COUNT = regex.compile(r"\{(\d*)(?:,(\d*))?\}")
+
+
+def repeat_product(pattern: str) -> int:
+    """The largest product of nested counted-repeat bounds in ``pattern`` (1 when it has none).
+
+    A linear scan, not a parse: escapes and character classes are skipped,
+    each group's weight is the largest weight inside it, and a ``{n,m}`` after an
+    atom or group multiplies that atom's weight by ``max(n, m)`` (``{n,}`` by ``n``).
+    Sequential repeats are not multiplied (``a{500}b{500}`` weighs 500).
+    """
+    stack = [1]  # the largest weight seen inside each open group
+    last = 1  # the weight of the atom before the current position
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i, last = i + 2, 1
+            continue
+        if char == "[":  # a class is one atom: skip to its closing bracket
+            j = i + 1
+            if j < len(pattern) and pattern[j] == "^":
+                j += 1
+            if j < len(pattern) and pattern[j] == "]":
+                j += 1
+            while j < len(pattern) and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i, last = j + 1, 1
+            continue
+        if char == "(":
+            stack.append(1)
+        elif char == ")" and len(stack) > 1:
+            last = stack.pop()
+            stack[-1] = max(stack[-1], last)
+        elif char == "{":
+            found = _COUNT.match(pattern, i)
+            if found is not None and (found.group(1) or found.group(2)):
+                bound = max(int(found.group(1) or 0), int(found.group(2) or 0))
+                last *= max(bound, 1)
+                stack[-1] = max(stack[-1], last)
+                i = found.end()
+                continue
+            last = 1
+        else:
+            last = 1
+        i += 1
+    return max(stack)
 
 
 def search(compiled: Pattern, text: str, *, timeout_s: float | None = None) -> regex.Match[str] | None:

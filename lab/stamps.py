@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from lab import paths
-from lab.files import loads_json, read_bytes
+from lab.files import loads_json, open_regular, read_bytes
 
 Stamp = list[Any]
 """``[kind, sha256 hex]`` (:func:`content_stamp`), or ``[size, mtime_ns, inode, ctime_ns]`` (:func:`stamp`)."""
@@ -106,7 +106,7 @@ def content_stamp(path: str | os.PathLike[str], *, follow: bool = True) -> Stamp
         if os.path.isdir(path):
             names = sorted(os.listdir(path))
             return ["d", hashlib.sha256(b"\0".join(map(os.fsencode, names))).hexdigest()]
-        with open(path, "rb") as fh:
+        with os.fdopen(open_regular(path), "rb") as fh:  # a FIFO or device is refused, never read
             return ["f", hashlib.file_digest(fh, "sha256").hexdigest()]
     except (OSError, ValueError):
         return None
@@ -274,7 +274,7 @@ class DigestCache:
             OSError: the file exists but cannot be read.
         """
         try:
-            data = path.read_bytes()
+            data = read_bytes(path)  # a FIFO or device is refused (NotRegularFile, an OSError), never read
         except FileNotFoundError:
             return None
         raw = hashlib.sha256(data).hexdigest()

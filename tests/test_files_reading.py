@@ -144,3 +144,21 @@ def test_any_special_file_in_any_readers_place_is_refused_by_type(tmp_path_facto
     with pytest.raises(error) as caught:
         read(path)
     assert str(path) in str(caught.value) and f"not a regular file (a {shown})" in str(caught.value)
+
+
+# -- the stamps and digests a command takes before reading anything are refused by type too ---------
+
+@pytest.mark.parametrize("kind", ["fifo", "device-link"])
+def test_stamps_digests_and_the_baseline_marker_never_wait_on_a_special_file(tmp_path: Path, kind: str) -> None:
+    from lab.build.baseline import stored_digest
+    from lab.stamps import DigestCache, content_stamp
+
+    cassette = tmp_path / "task.jsonl"
+    _plant(cassette, kind)
+    assert content_stamp(cassette) is None  # unreadable: the cache is not trusted, nothing is read
+    with pytest.raises(NotRegularFile):
+        DigestCache(None).digest(cassette)  # a cassette's digest: /dev/zero would be read for ever
+    marker = tmp_path / "store" / "suite-digest.json"
+    marker.parent.mkdir()
+    _plant(marker, kind)
+    assert stored_digest(marker.parent, "1.0.0", "f" * 64) is None

@@ -29,12 +29,12 @@ fixture changed is how cassettes follow the suite.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from lab.errors import ConfigError
+from lab.files import loads_json, read_bytes
 
 MARKER = "suite-digest.json"
 """The file in a run store naming the suite digest of the eval that last wrote results there."""
@@ -123,7 +123,7 @@ def _files(root: Path, pattern: str) -> Iterator[Path]:
 
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
-        doc = json.loads(path.read_bytes())
+        doc = loads_json(read_bytes(path))  # a FIFO in its place is refused, not waited on
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None

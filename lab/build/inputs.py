@@ -75,7 +75,7 @@ def run_name(prep: Any, spec: Any) -> str:
 def write_config(prep: Any) -> None:
     """Save the configuration beside the runs (``config.json``), secrets redacted."""
     from lab.export.credentials import credential_values, is_credential_header
-    from lab.files import dumps_json, write_atomic
+    from lab.files import dumps_json, read_bytes, write_atomic
 
     ctx = prep.ctx
     config = _public_config(ctx.config.data)
@@ -88,7 +88,7 @@ def write_config(prep: Any) -> None:
            "endpoint": prep.endpoint, "measured": ctx.config.measured_view(), "config": config}
     path = prep.store / "config.json"
     try:
-        on_disk: bytes | None = path.read_bytes()
+        on_disk: bytes | None = read_bytes(path)  # a FIFO in its place is refused, not waited on
     except OSError:
         on_disk = None
     plain = dumps_json(doc)

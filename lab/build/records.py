@@ -234,7 +234,7 @@ def records_digest(records: list[Path], header: dict[str, Any], index: RecordInd
             facts = index.facts(path)
             digest.update(bytes.fromhex(facts.sha256) if facts is not None else b"-")
         else:
-            digest.update(hashlib.sha256(path.read_bytes()).digest() if path.exists() else b"-")
+            digest.update(hashlib.sha256(read_bytes(path)).digest() if path.exists() else b"-")
     return digest.hexdigest()
 
 

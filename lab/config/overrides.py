@@ -97,7 +97,7 @@ def expand_suite_dir(overrides: Sequence[str], conf_dir: Path = CONF_DIR) -> lis
 
     bundled = option_file("suite", name, conf_dir) is not None  # a preset, bundled or in LAB_CONFIG_PATH
     try:
-        present = (from_root(suite_dir) / name / "suite.json").is_file()
+        present = os.path.lexists(from_root(suite_dir) / name / "suite.json")  # refused at load if not a file
     except (OSError, ValueError):
         present = False
     if name == "external" or (bundled and not present):

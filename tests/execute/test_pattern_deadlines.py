@@ -95,3 +95,37 @@ def test_any_nested_quantifier_ends_within_its_bound_or_agrees_with_re(pattern: 
             expected = re.search(pattern, text)
             assert (found.span() if found else None) == (expected.span() if expected else None)
     assert time.monotonic() - started < BOUND_S + 0.5
+
+
+# -- compiling: counted repeats nested into gigabytes are refused before regex compiles them ----------
+
+@pytest.mark.parametrize("pattern", ["((((a{100}){100}){100}){100})", "(?:a{65535}){65535}"])
+def test_nested_counted_repeats_are_refused_before_compiling(pattern: str) -> None:
+    start = time.process_time()
+    with pytest.raises(ValueError, match="counted repeats nest to"):
+        patterns.compile_pattern(pattern)
+    assert time.process_time() - start < 1  # refused by the scan, not by running out of memory
+
+
+@pytest.mark.parametrize("pattern", [r"\d{4}-\d{2}-\d{2}", "a{500}b{500}", "[{}]{3}", r"\{x\}{2}", "(ab){3,}"])
+def test_ordinary_counted_repeats_still_compile(pattern: str) -> None:
+    assert patterns.compile_pattern(pattern).pattern == pattern
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 400), min_size=1, max_size=4), st.sampled_from(["(", "(?:"]))
+def test_the_repeat_product_of_nested_groups_is_the_product_of_their_counts(counts: list[int], opener: str) -> None:
+    pattern = "a"
+    for count in counts:
+        pattern = f"{opener}{pattern}){{{count}}}"
+    expected = 1
+    for count in counts:
+        expected *= count
+    assert patterns.repeat_product(pattern) == expected
+    refused = expected > patterns.MAX_REPEAT_PRODUCT
+    try:
+        patterns.compile_pattern(pattern)
+    except ValueError as exc:
+        assert refused and "counted repeats" in str(exc)
+    else:
+        assert not refused
