@@ -89,6 +89,9 @@ def corpus(seed: int = 28) -> dict[str, tuple[str, list[str]]]:
         "jwt": ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + base64.urlsafe_b64encode(
             json.dumps({"sub": b(12), "iat": 1700000000}).encode()).decode().rstrip("=") + "." + b(43, ALNUM + "_-")),
     }
+    keys["sentry-user"] = "sntryu_" + b(64, HEX)
+    keys["sentry-org"] = "sntrys_" + b(80, ALNUM + "_+/=")
+    keys["docker-hub"] = "dckr_pat_" + b(27, ALNUM + "_-")
     out = {name: (f"{name} key: {key}", [key]) for name, key in keys.items()}
     aws_secret = b(40, B64)
     out["aws-credentials-file"] = (f"[default]\naws_access_key_id = {keys['aws-access-key-id']}\n"
