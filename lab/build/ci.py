@@ -21,7 +21,8 @@ from typing import Any
 from lab import paths
 from lab.build.actions import ci_gate_action
 from lab.build.cmdline import cmdline_overrides, progress_requested
-from lab.build.graph import Prepared, creator, eval_tasks, prepare
+from lab.build.creators import creator
+from lab.build.graph import Prepared, eval_tasks, prepare
 from lab.errors import ConfigError
 from lab.suites.source import cassette_root
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from lab import paths
 from lab.build.cmdline import cmdline_overrides
-from lab.build.graph import creator
+from lab.build.creators import creator
 from lab.errors import ConfigError, LabError
 
 COMPARE_VARS = ("base", "cand", "out", "tolerance")

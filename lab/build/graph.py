@@ -16,18 +16,17 @@ override, so a typo (``kk=5``) is an error naming the key, not ignored.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from lab import paths
 from lab.build.actions import RecordCurrent, RecordsUnchanged, report_action, report_header, run_action, summary_action
-from lab.build.cmdline import argv_words, building, cmdline_overrides, progress_requested, requested
+from lab.build.cmdline import argv_words, building, cmdline_overrides
+from lab.build.creators import creator, usage_error_tasks
 from lab.build.inputs import run_inputs, run_name, write_config
 from lab.errors import ConfigError, LabError
-
-T = TypeVar("T")
 
 
 @dataclass
@@ -198,44 +197,6 @@ def provider_preflight(config: Any) -> None:
         from lab.providers.preflight import preflight
 
         preflight(config.data["provider"], os.environ)
-
-
-def usage_error_tasks(basename: str, message: str, *, progress: bool = False) -> Iterator[dict[str, Any]]:
-    """Tasks that print ``message`` to stderr and make doit exit 1, before any run.
-
-    With ``progress`` the message is followed by a ``run_error`` event on stderr.
-
-    (doit turns an exception in a task creator into exit 3 with its own
-    wording; SPEC wants exit 1 and the lab's one-line message.)
-    """
-    hidden = f"_{basename}_usage_error"
-    yield {"basename": hidden, "actions": [(_usage_error, [message, progress])], "verbosity": 2}
-    yield {"name": "usage-error", "actions": None, "task_dep": [hidden]}
-
-
-def _usage_error(message: str, progress: bool = False) -> Any:
-    from doit.exceptions import TaskFailed
-
-    from lab.execute.events import emit_run_error
-
-    print(message, file=sys.stderr, flush=True)
-    emit_run_error(None, message, 1, progress=progress)
-    return TaskFailed(message, report=False)
-
-
-def creator(basename: str, plan: Callable[[], T], build: Callable[[T], Iterator[dict[str, Any]]],
-            *, prefix: str = "") -> Iterator[dict[str, Any]]:
-    """The shape of every task creator: nothing unless ``basename`` was asked for;
-    ``plan()`` composes and checks everything up front, and a LabError it raises
-    becomes a one-line usage error (exit 1) before anything runs."""
-    if not requested(basename):
-        return
-    try:
-        planned = plan()
-    except LabError as exc:
-        yield from usage_error_tasks(basename, f"{prefix}{exc}", progress=progress_requested())
-        return
-    yield from build(planned)
 
 
 def task_eval() -> Iterator[dict[str, Any]]:

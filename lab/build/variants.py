@@ -166,7 +166,7 @@ def interleaved(prepared: list[tuple[str, Any]]) -> Iterator[tuple[str, Any, Any
 def task_variants() -> Iterator[dict[str, Any]]:
     """Run variants interleaved over the same runs and compare them (doit variants suite=… variant=a,b)."""
     from lab.build.cmdline import cmdline_overrides
-    from lab.build.graph import creator
+    from lab.build.creators import creator
 
     yield from creator("variants", lambda: (*prepare_variants(cmdline_overrides()),
                                             json_requested(cmdline_overrides())),

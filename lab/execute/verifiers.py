@@ -18,14 +18,17 @@ Kinds: ``command``, ``file-equals``, ``file-contains``, ``file-absent``,
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from lab.errors import LabError, ProcessStartError, ToolError
+from lab.execute.tool_sequence import check_tool_sequence
+from lab.execute.verifier_spec import Outcome, VerifierStatus
+from lab.execute.verifier_spec import SpecInvalid as _SpecInvalid
+from lab.execute.verifier_spec import spec_field as _field
 from lab.providers.faults import one_line
 from lab.sandbox.base import SandboxBackend, command_limits, start_failure
 from lab.sandbox.confined import inspect_confined
@@ -33,8 +36,6 @@ from lab.sandbox.none import NoneBackend
 from lab.sandbox.process import run_launch
 from lab.sandbox.walk import TreeBoundError
 from lab.sandbox.workspace import Snapshot, diff_snapshots, snapshot
-
-VerifierStatus = Literal["pass", "fail", "error"]
 
 MAX_TIMEOUT_MS = 600_000
 DEFAULT_TIMEOUT_MS = 60_000
@@ -77,28 +78,6 @@ class _Context:
     cancel: threading.Event | None
     sandbox: SandboxBackend
     answer: str | None = None
-
-
-Outcome = tuple[VerifierStatus, str, dict[str, Any]]
-
-
-class _SpecInvalid(LabError):
-    """A verifier spec field is missing or has the wrong type (→ error)."""
-
-
-def _field(spec: Mapping[str, Any], key: str, kind: type | tuple[type, ...],
-           default: Any = ...) -> Any:
-    if key not in spec:
-        if default is ...:
-            raise _SpecInvalid(f"field {key!r} is required")
-        return default
-    value = spec[key]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    # bool is an int subclass; JSON true is never a valid count or exit code.
-    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-        names = " or ".join(k.__name__ for k in kinds)
-        raise _SpecInvalid(f"field {key!r}: expected {names}, got {value!r}")
-    return value
 
 
 # --- command (V1) -------------------------------------------------------------
@@ -221,75 +200,10 @@ def _check_tree_diff(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
 
 # --- tool-sequence (V6) -------------------------------------------------------
 
-def _tool_calls(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [e for e in events if e.get("type") == "tool_call"]
-
-
-def _seq(event: Mapping[str, Any]) -> Any:
-    return event.get("seq")
-
-
-def _rule_before(spec: Mapping[str, Any], calls: list[dict[str, Any]]) -> Outcome:
-    first, then = _field(spec, "first", str), _field(spec, "then", str)
-    for call in calls:
-        if call.get("tool") == first:
-            break
-        if call.get("tool") == then:
-            return "fail", f"{then} called (seq {_seq(call)}) before any {first}", \
-                {"violationSeq": _seq(call)}
-    return "pass", f"no {then} call before the first {first}", {}
-
-
-def _rule_never(spec: Mapping[str, Any], calls: list[dict[str, Any]]) -> Outcome:
-    tool = _field(spec, "tool", str)
-    hits = [c for c in calls if c.get("tool") == tool]
-    if hits:
-        return "fail", f"{tool} was called {len(hits)} time(s) (first at seq {_seq(hits[0])})", \
-            {"calls": len(hits), "violationSeq": _seq(hits[0])}
-    return "pass", f"{tool} was never called", {"calls": 0}
-
-
-def _rule_max_calls(spec: Mapping[str, Any], calls: list[dict[str, Any]]) -> Outcome:
-    tool, limit = _field(spec, "tool", str), _field(spec, "max", int)
-    if limit < 0:
-        raise _SpecInvalid(f"field 'max': expected >= 0, got {limit}")
-    count = sum(1 for c in calls if c.get("tool") == tool)
-    diagnostics = {"calls": count, "max": limit}
-    if count > limit:
-        return "fail", f"{tool} called {count} times, at most {limit} allowed", diagnostics
-    return "pass", f"{tool} called {count} time(s), at most {limit} allowed", diagnostics
-
-
-def _rule_no_repeat_failure(spec: Mapping[str, Any], calls: list[dict[str, Any]]) -> Outcome:
-    tool = _field(spec, "tool", str)
-    failed: set[str] = set()
-    for call in calls:
-        if call.get("tool") != tool:
-            continue
-        key = json.dumps(call.get("arguments"), sort_keys=True, default=str)
-        if key in failed:
-            return "fail", (f"{tool} repeated (seq {_seq(call)}) with the same arguments "
-                            "after a failed call"), {"violationSeq": _seq(call)}
-        if call.get("outcome") in ("error", "denied"):
-            failed.add(key)
-    return "pass", f"no failed {tool} call was repeated with the same arguments", {}
-
-
-_RULES: dict[str, Callable[[Mapping[str, Any], list[dict[str, Any]]], Outcome]] = {
-    "before": _rule_before,
-    "never": _rule_never,
-    "max-calls": _rule_max_calls,
-    "no-repeat-failure": _rule_no_repeat_failure,
-}
-
-
 def _check_tool_sequence(spec: Mapping[str, Any], ctx: _Context) -> Outcome:
     if ctx.events is None:
         return "error", "events missing", {}
-    rule = _field(spec, "rule", str)
-    if rule not in _RULES:
-        raise _SpecInvalid(f"field 'rule': unknown rule {rule!r}; known: {', '.join(_RULES)}")
-    return _RULES[rule](spec, _tool_calls(ctx.events))
+    return check_tool_sequence(spec, ctx.events)
 
 
 def _check_answer(kind: str) -> Callable[[Mapping[str, Any], _Context], Outcome]:

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lab.export.credentials import MIN_CREDENTIAL_CHARS
+
 
 @functools.lru_cache(maxsize=None)
 def required_literals(pattern: re.Pattern[str]) -> tuple[str, ...]:
@@ -181,3 +183,31 @@ def _occurrences(text: str, markers: Mapping[str, str]) -> Iterator[tuple[int, s
     automaton.make_automaton()
     for end, (value, mark) in automaton.iter(text):
         yield end + 1 - len(value), value, mark
+
+
+def matched_values(denylist: Iterable[re.Pattern[str]], line: str) -> set[str]:
+    """The text to replace for each match of a detect-secrets plugin's ``denylist`` in ``line``:
+    its secret group, or the whole match.
+
+    detect-secrets reports group 1 of its patterns, which for some shapes is
+    only a prefix (``ghp``); a group shorter than 8 characters is taken as
+    such a prefix and the whole match is replaced instead, extended to the
+    end of its token. A match inside the token of the one before it adds
+    nothing (that token is replaced whole), so a long token holding many
+    matches costs one pass, not one per match.
+    """
+    values = set()
+    for pattern in denylist:
+        if not may_match(pattern, line):
+            continue
+        token_end = -1  # where the token of the last whole-token value ends
+        for match in pattern.finditer(line):
+            group = match.group(1) if pattern.groups else None
+            if group and len(group) >= MIN_CREDENTIAL_CHARS:
+                values.add(group)
+            elif match.end() > token_end:  # the whole token: some patterns stop short of its end (a JWT's signature)
+                token_end = match.end()
+                while token_end < len(line) and (line[token_end].isalnum() or line[token_end] in "_.+/=-"):
+                    token_end += 1
+                values.add(line[match.start():token_end])
+    return values

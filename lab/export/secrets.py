@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 from lab.export.credentials import CREDENTIAL_HEADERS as CREDENTIAL_HEADERS
 from lab.export.credentials import CREDENTIAL_NAME as CREDENTIAL_NAME
 from lab.export.credentials import CREDENTIAL_SUFFIXES as CREDENTIAL_SUFFIXES
-from lab.export.credentials import MIN_CREDENTIAL_CHARS, credential_values, is_credential_header
+from lab.export.credentials import credential_values, is_credential_header
 from lab.export.escapes import spellings, unescaped
 from lab.export.key_shapes import ASSIGNMENT_KIND, PEM_BODY_KIND, SHAPE_HINT, SHAPES, WORD_HINT
-from lab.export.linear_scan import linear_denylist, mask_spans, may_match, required_literals
+from lab.export.linear_scan import linear_denylist, mask_spans, matched_values, may_match, required_literals
 
 if TYPE_CHECKING:
     from detect_secrets.plugins.base import RegexBasedDetector
@@ -222,7 +222,7 @@ class SecretScanner:
             if gated and not any(may_match(pattern, line) for pattern in plugin.denylist):
                 continue
             if any(_plausible(candidate) for candidate in plugin.analyze_string(line)):
-                found.update((str(plugin.secret_type), value) for value in _matched_values(plugin, line))
+                found.update((str(plugin.secret_type), value) for value in matched_values(plugin.denylist, line))
         found.update((SK_KIND, m.group(0)) for m in SK_KEY.finditer(line) if _key_like(m.group(0)[3:]))
         for kind, pattern in EXTRA_SHAPES:
             check = SHAPE_CHECKS.get(pattern)
@@ -357,33 +357,6 @@ def _shape_hint() -> re.Pattern[str]:
         flags = "".join(letter for flag, letter in _SCOPED_FLAGS if pattern.flags & flag)
         alternatives.append(f"(?{flags}:{_GLOBAL_FLAGS.sub('', pattern.pattern)})")
     return re.compile("|".join(dict.fromkeys(alternatives)))
-
-
-def _matched_values(plugin: RegexBasedDetector, line: str) -> set[str]:
-    """The text to replace for each match of a plugin: its secret group, or the whole match.
-
-    detect-secrets reports group 1 of its patterns, which for some shapes is
-    only a prefix (``ghp``); a group shorter than 8 characters is taken as
-    such a prefix and the whole match is replaced instead, extended to the
-    end of its token. A match inside the token of the one before it adds
-    nothing (that token is replaced whole), so a long token holding many
-    matches costs one pass, not one per match.
-    """
-    values = set()
-    for pattern in plugin.denylist:
-        if not may_match(pattern, line):
-            continue
-        token_end = -1  # where the token of the last whole-token value ends
-        for match in pattern.finditer(line):
-            group = match.group(1) if pattern.groups else None
-            if group and len(group) >= MIN_CREDENTIAL_CHARS:
-                values.add(group)
-            elif match.end() > token_end:  # the whole token: some patterns stop short of its end (a JWT's signature)
-                token_end = match.end()
-                while token_end < len(line) and (line[token_end].isalnum() or line[token_end] in "_.+/=-"):
-                    token_end += 1
-                values.add(line[match.start():token_end])
-    return values
 
 
 def marker(kind: str) -> str:
