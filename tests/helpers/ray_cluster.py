@@ -25,8 +25,10 @@ STUB_KEY = "stub-key-not-a-secret"
 SLOTS_PER_NODE = 4
 MIN_FREE_GIB = 3.0
 # What a test node needs and no more: runs take no CPU resource (only lab_run slots), so one CPU; no
-# dashboard; no log monitor (the tests read the lab's output, not the workers' logs).
+# dashboard; no log monitor (the tests read the lab's output, not the workers' logs); no autoscaler
+# monitor on the head (a fixed cluster: about a second of CPU saved).
 LEAN: dict[str, Any] = {"num_cpus": 1, "include_dashboard": False, "include_log_monitor": False}
+HEAD: dict[str, Any] = {**LEAN, "no_monitor": True}
 
 
 @dataclass
@@ -95,7 +97,7 @@ def _two_nodes(cluster_type: Any, head_root: Path, other_root: Path, tries: int 
     for attempt in range(tries):
         cluster = cluster_type(shutdown_at_exit=True)
         try:
-            cluster.add_node(resources={"lab_run": SLOTS_PER_NODE}, env_vars=_node_env(head_root, {}), **LEAN)
+            cluster.add_node(resources={"lab_run": SLOTS_PER_NODE}, env_vars=_node_env(head_root, {}), **HEAD)
             other = cluster.add_node(resources={"lab_run": SLOTS_PER_NODE}, env_vars=_node_env(other_root, {}), **LEAN)
             cluster.wait_for_nodes()
             return cluster, other
