@@ -1,8 +1,10 @@
 """executor=ray on a local two-node Ray cluster (SPEC X9): parity with local, dispatch counts,
-failures by kind, Ctrl-C, a worker running another lab, the cluster-wide provider cap.
+failures by kind, Ctrl-C, a worker running another lab, the cluster-wide provider cap, sandboxes.
 
 One cluster serves every test here (Ray costs seconds and about 1.5 GiB to start); the tests run in
-one xdist group so no other test worker starts a second one. Each driver is a real ``lab run``.
+one xdist group so no other test worker starts a second one. Each driver is a real ``lab run``, and
+each costs seconds of CPU (the driver joins the cluster, Ray starts worker processes for its job):
+behaviours that can share a command share it.
 """
 
 from __future__ import annotations
@@ -56,25 +58,44 @@ def _report(data: Path) -> dict[str, Any]:
     return dict(json.loads(path.read_text(encoding="utf-8")))
 
 
-def test_a_sweep_without_an_address_runs_its_evals_on_one_local_cluster(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def _bwrap_here() -> str | None:
+    """None when sandbox=bwrap works on this machine (whose bwrap the local nodes share), else its error."""
+    from lab.errors import SandboxError
+    from lab.execute.sandboxing import open_sandbox
+
+    try:
+        return None if open_sandbox("bwrap").name == "bwrap" else "?"
+    except SandboxError as exc:
+        return str(exc)
+
+
+def test_a_sweep_without_an_address_runs_on_one_local_cluster_whose_workers_sandbox_as_locally(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Before any test starts the shared cluster: this command starts its own, inside the driver.
     monkeypatch.setenv("RAY_agent_register_timeout_ms", "180000")  # a loaded machine starts Ray's agents slowly
-    # jobs=2: the first eval starts the cluster from a run action's thread, which ends with that eval
+    local_error = _bwrap_here()
+    # jobs=2: the first eval starts the cluster from a run action's thread, which ends with that eval.
+    # sandbox=bwrap: each worker opens its own bwrap, or fails the run with the line sandbox=bwrap gives locally.
     result = run_cmd(["lab", "run", "-m", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]",
-                      "variant=baseline,no-compaction", "jobs=2", "sandbox=none", "executor=ray", "progress=true"],
+                      "variant=baseline,no-compaction", "jobs=2", "sandbox=bwrap", "executor=ray", "progress=true"],
                      tmp_path / "runs")
-    assert result.returncode == 0, result.stdout[-1500:] + result.stderr[-1500:]
     found = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((tmp_path / "runs").glob("*/*/runs/*/*.json"))]
-    assert [(r["status"], r["runtime"]["executor"]) for r in found] == [("pass", "ray")] * 2  # one record per eval
+    assert len(found) == 2, result.stdout[-1500:] + result.stderr[-1500:]  # one record per eval
+    assert [r["runtime"]["executor"] for r in found] == ["ray"] * 2
     assert len({r["configHash"] for r in found}) == 2
     assert len({r["runtime"]["node"] for r in found}) == 1  # the same node: the cluster was started once
     assert len(list((tmp_path / "runs").glob("*/*/reports/*/report.json"))) == 2
     assert started(result.stderr) == 2
+    assert [r["inputs"]["sandbox"] for r in found] == ["bwrap"] * 2
+    if local_error is None:
+        assert result.returncode == 0, result.stdout[-1500:] + result.stderr[-1500:]
+        assert [(r["status"], r["sandbox"]) for r in found] == [("pass", "bwrap")] * 2, found[0]["error"]
+    else:  # the workers have none: the runs fail with the one line sandbox=bwrap gives locally
+        assert [r["error"] for r in found] == [{"kind": "sandbox", "message": local_error}] * 2
+        assert local_error in result.stdout
 
 
-def test_replay_on_two_nodes_matches_local_and_only_stale_runs_are_dispatched(cluster: RayCluster,
-                                                                                 tmp_path: Path) -> None:
+def test_replay_on_two_nodes_matches_local(cluster: RayCluster, tmp_path: Path) -> None:
     # sandbox=auto on a cluster means bwrap on every worker; these nodes may have none (docs/distributed.md).
     # jobs=2: one run at a time on each node (SPREAD), each Ray worker started once per command.
     base = ["lab", "run", "suite=smoke-coding", "mode=replay", "jobs=2", "sandbox=none"]
@@ -94,19 +115,14 @@ def test_replay_on_two_nodes_matches_local_and_only_stale_runs_are_dispatched(cl
     for node_root in cluster.node_dirs.values():  # the workers never wrote a record of their own
         assert not list((node_root / "data").rglob("*.json"))
     assert started(remote.stderr) == 7
-    # Two of the seven at k=2: r0 of each is up to date and stays on the driver, only the two r1 are sent.
-    more = run_cmd([*base, "tasks=[rename-symbol,fix-default-argument]", "k=2", *on_ray(cluster)], tmp_path / "ray")
-    assert (more.returncode, started(more.stderr)) == (0, 2), more.stderr[-2000:]
-    assert {(e["taskId"], e["repetition"]) for e in events(more.stderr) if e.get("event") == "run_started"} == {
-        ("rename-symbol", 1), ("fix-default-argument", 1)}
 
 
-KILL_WORKER_ONCE = """
+KILL_WORKER = """
 import os, sys
-marker, attempts = sys.argv[1], sys.argv[2]
+marker, attempts, mode, done = sys.argv[1:5]
 with open(attempts, "a") as f:
     f.write("x")
-if os.path.exists(marker) and sys.argv[3] == "once":
+if os.path.exists(marker) and (mode == "once" or os.path.exists(done)):
     sys.exit(0)
 open(marker, "w").close()
 pid = os.getppid()
@@ -121,31 +137,6 @@ while pid > 1:  # the Ray worker executing this run: kill it, as os._exit in it 
 sys.exit(0)
 """
 COUNT_AND_FAIL = "import sys; open(sys.argv[1], 'a').write('x'); sys.exit(1)"
-
-
-def test_a_lost_worker_is_retried_and_a_failing_run_is_not(cluster: RayCluster, tmp_path: Path) -> None:
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    suites = make_suite(tmp_path / "suites", "faults", {
-        "killed-once": ["python3", "-c", KILL_WORKER_ONCE, str(marks / "once"), str(marks / "once.n"), "once"],
-        "killed-always": ["python3", "-c", KILL_WORKER_ONCE, str(marks / "always"), str(marks / "always.n"),
-                          "always"],
-        "fails": ["python3", "-c", COUNT_AND_FAIL, str(marks / "fails.n")]})
-    result = run_cmd(["lab", "run", f"suite_dir={suites}", "suite=faults", "provider=scripted", "k=1", "yes=true",
-                      "sandbox=none", "trust_local=true", "jobs=3", "executor.max_retries=1", *on_ray(cluster)],
-                     tmp_path / "runs")
-    found = {task: record for (task, _), record in records(tmp_path / "runs").items()}
-    assert found["killed-once"]["status"] == "pass"
-    assert (marks / "once.n").read_text() == "xx"  # killed, then tried again once
-    assert found["killed-always"]["status"] == "error"
-    assert found["killed-always"]["error"]["kind"] == "worker_lost"
-    assert (marks / "always.n").read_text() == "xx"  # max_retries=1: two tries, then an infrastructure error
-    assert found["fails"]["status"] == "fail"
-    assert (marks / "fails.n").read_text() == "x"  # a failing run is data: never tried again
-    finished = [e for e in events(result.stderr) if e.get("event") == "run_finished"]
-    assert sorted(e["taskId"] for e in finished) == ["fails", "killed-always", "killed-once"]  # one record each
-
-
 BLOCK_ONCE = """
 import os, sys, time
 fifo, done = sys.argv[1], sys.argv[2]
@@ -169,31 +160,75 @@ def _processes_naming(token: str) -> list[int]:
     return found
 
 
-def test_ctrl_c_cancels_runs_on_the_workers_and_the_same_command_resumes(cluster: RayCluster, tmp_path: Path) -> None:
-    fifo, done, token = tmp_path / "started", tmp_path / "done", f"lab-cancel-{os.getpid()}-{tmp_path.name}"
+def _by_task(stderr: str, event: str) -> list[str]:
+    return sorted(e["taskId"] for e in events(stderr) if e.get("event") == event)
+
+
+def test_lost_workers_are_retried_failing_runs_are_not_and_ctrl_c_cancels_then_the_same_command_resumes(
+        cluster: RayCluster, tmp_path: Path) -> None:
+    """One command meets every kind of failure while a fourth run blocks; Ctrl-C then cancels that run on its
+    worker, and the same command sends only the runs left to do: the cancelled one and the infrastructure error."""
+    marks, fifo, done = tmp_path / "marks", tmp_path / "started", tmp_path / "done"
+    marks.mkdir()
     os.mkfifo(fifo)
-    suites = make_suite(tmp_path / "suites", "blocks", {
+    token = f"lab-cancel-{os.getpid()}-{tmp_path.name}"
+    suites = make_suite(tmp_path / "suites", "faults", {
+        "killed-once": ["python3", "-c", KILL_WORKER, str(marks / "once"), str(marks / "once.n"), "once", str(done)],
+        # killed on every try until the test says done: after max_retries an infrastructure error, run again later
+        "killed-always": ["python3", "-c", KILL_WORKER, str(marks / "always"), str(marks / "always.n"), "always",
+                          str(done)],
+        "fails": ["python3", "-c", COUNT_AND_FAIL, str(marks / "fails.n")],
         "blocks": ["python3", "-c", BLOCK_ONCE, str(fifo), str(done), token]})
-    argv = ["lab", "run", f"suite_dir={suites}", "suite=blocks", "provider=scripted", "k=1", "yes=true",
-            "sandbox=none", "trust_local=true", *on_ray(cluster)]
+    argv = ["lab", "run", f"suite_dir={suites}", "suite=faults", "provider=scripted", "k=1", "yes=true",
+            "sandbox=none", "trust_local=true", "jobs=4", "executor.max_retries=1", *on_ray(cluster)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {"LAB_DATA_DIR": str(tmp_path / "runs")}
-    driver = subprocess.Popen([str(BIN / "lab"), *argv[1:]], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-    opened = threading.Thread(target=lambda: fifo.read_text(), daemon=True)
-    opened.start()
-    opened.join(timeout=180)  # the verifier on a worker has started
-    assert not opened.is_alive(), "the run's verifier never started"
-    assert _processes_naming(token)
-    driver.send_signal(signal.SIGINT)
-    out, err = driver.communicate(timeout=120)
-    assert driver.returncode == 130, err[-2000:]
-    assert "cancelled" in err
-    assert records(tmp_path / "runs") == {}  # no partial record
-    assert _processes_naming(token) == []  # the verifier was killed on its worker
+    with open(tmp_path / "stdout", "w+", encoding="utf-8") as stdout:
+        driver = subprocess.Popen([str(BIN / "lab"), *argv[1:]], cwd=ROOT, env=env, stdout=stdout,
+                                  stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        err: list[str] = []
+        others_done = threading.Event()
+
+        def read_events() -> None:  # the three other runs finished: only the blocking one is in flight
+            assert driver.stderr is not None
+            for line in driver.stderr:
+                err.append(line)
+                if len(_by_task("".join(err), "run_finished")) == 3:
+                    others_done.set()
+
+        reader = threading.Thread(target=read_events, daemon=True)
+        reader.start()
+        opened = threading.Thread(target=lambda: fifo.read_text(), daemon=True)
+        opened.start()
+        opened.join(timeout=180)  # the blocking verifier on a worker has started
+        assert not opened.is_alive(), "the run's verifier never started: " + "".join(err)[-2000:]
+        assert others_done.wait(timeout=180), "".join(err)[-2000:]
+        assert _processes_naming(token)
+        driver.send_signal(signal.SIGINT)
+        assert driver.wait(timeout=120) == 130, "".join(err)[-2000:]
+        reader.join(timeout=60)
+    first = "".join(err)
+    assert "cancelled" in first
+    found = {task: record for (task, _), record in records(tmp_path / "runs").items()}
+    assert sorted(found) == ["fails", "killed-always", "killed-once"]  # no partial record of the cancelled run
+    assert _processes_naming(token) == []  # the blocking verifier was killed on its worker
+    assert found["killed-once"]["status"] == "pass"
+    assert (marks / "once.n").read_text() == "xx"  # killed, then tried again once
+    assert found["killed-always"]["status"] == "error"
+    assert found["killed-always"]["error"]["kind"] == "worker_lost"
+    assert (marks / "always.n").read_text() == "xx"  # max_retries=1: two tries, then an infrastructure error
+    assert found["fails"]["status"] == "fail"
+    assert (marks / "fails.n").read_text() == "x"  # a failing run is data: never tried again
+    assert _by_task(first, "run_finished") == ["fails", "killed-always", "killed-once"]  # one record each
+
     done.touch()
     again = run_cmd(argv, tmp_path / "runs")
     assert again.returncode == 0, again.stderr[-2000:]
-    assert [r["status"] for r in records(tmp_path / "runs").values()] == ["pass"]
+    # Only the stale runs are sent: the cancelled one and the infrastructure error; results stay on the driver.
+    assert _by_task(again.stderr, "run_started") == ["blocks", "killed-always"]
+    assert _by_task(again.stderr, "run_skipped") == ["fails", "killed-once"]
+    assert {task: r["status"] for (task, _), r in records(tmp_path / "runs").items()} == {
+        "blocks": "pass", "killed-always": "pass", "killed-once": "pass", "fails": "fail"}
+    assert [(marks / f"{name}.n").read_text() for name in ("once", "always", "fails")] == ["xx", "xxx", "x"]
 
 
 def test_a_worker_with_another_lab_refuses_the_run_naming_both_digests(cluster: RayCluster, tmp_path: Path) -> None:
@@ -279,23 +314,3 @@ def test_the_provider_cap_holds_across_the_cluster(executor: str, tmp_path: Path
     assert stub.peak == 2  # reached, never exceeded
     if cluster is not None:  # the runs were spread: each node had calls in flight
         assert {r["runtime"]["node"] for r in records(tmp_path / "runs").values()} == set(cluster.node_dirs)
-
-
-def test_each_worker_sandboxes_with_its_own_bwrap_or_fails_the_run_as_locally(cluster: RayCluster,
-                                                                              tmp_path: Path) -> None:
-    from lab.errors import SandboxError
-    from lab.execute.sandboxing import open_sandbox
-
-    try:  # what sandbox=bwrap gives on this machine, whose bwrap the local nodes share
-        local_error: str | None = None if open_sandbox("bwrap").name == "bwrap" else "?"
-    except SandboxError as exc:
-        local_error = str(exc)
-    result = run_cmd(["lab", "run", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]", "sandbox=bwrap",
-                      *on_ray(cluster)], tmp_path / "runs")
-    [record] = records(tmp_path / "runs").values()
-    assert record["inputs"]["sandbox"] == "bwrap"
-    if local_error is None:
-        assert (result.returncode, record["status"], record["sandbox"]) == (0, "pass", "bwrap"), record["error"]
-    else:  # the worker has none: the run fails with the one line sandbox=bwrap gives locally
-        assert record["error"] == {"kind": "sandbox", "message": local_error}
-        assert local_error in result.stdout
