@@ -77,6 +77,7 @@ class RayExecutor:
         self.resources = {str(k): float(v) for k, v in (settings.get("resources") or {}).items()}
         self._objects: dict[str, Any] = {}  # digest -> ObjectRef, put once per process
         self._manifests: dict[int, tuple[Any, dict[str, Any]]] = {}  # id(ctx) -> (ctx, its manifest); ctx kept
+        self._making = threading.Lock()  # one manifest (and call limiter) per eval, however many runs ask at once
         self._limiters: dict[tuple[str, int], Any] = {}
         self._inflight: set[Any] = set()
         self._idle = threading.Condition()
@@ -180,10 +181,13 @@ class RayExecutor:
     def _manifest(self, ctx: Any) -> dict[str, Any]:
         """``{"eval": key, "ref": [manifest object]}``: what every run of ``ctx``'s eval sends (made and put
         once per eval; the manifest itself is described in :mod:`lab.execute.ray_worker`)."""
-        with self._idle:
+        with self._making:
             known = self._manifests.get(id(ctx))
-            if known is not None:
-                return known[1]
+            if known is None:
+                known = self._manifests[id(ctx)] = (ctx, self._make_manifest(ctx))
+            return known[1]
+
+    def _make_manifest(self, ctx: Any) -> dict[str, Any]:
         from lab.canonical import canonical_hash
         from lab.execute.plan import harness_digest
         from lab.execute.ray_worker import pack_tree
@@ -205,9 +209,9 @@ class RayExecutor:
                     "cancel": [self._flag], "limiter": self._limiter(ctx)}
         import ray
 
-        sent = {"eval": manifest["eval"], "ref": [ray.put(manifest)]}  # in a list: fetched by the worker on need
-        with self._idle:  # the entry keeps ctx alive, so its id names no later eval of a sweep
-            return self._manifests.setdefault(id(ctx), (ctx, sent))[1]
+        # in a list: fetched by the worker on need; the entry in _manifests keeps ctx alive, so its id
+        # names no later eval of a sweep
+        return {"eval": manifest["eval"], "ref": [ray.put(manifest)]}
 
     def _limiter(self, ctx: Any) -> list[Any] | None:
         """The cluster-wide call limiter of the eval's endpoint (``provider.max_concurrent_calls``)."""
