@@ -148,115 +148,8 @@ time.sleep(600)  # blocks until the cancelled run kills it (sys.argv[3] names it
 """
 
 
-def _processes_naming(token: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if token.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
-def _by_task(stderr: str, event: str) -> list[str]:
-    return sorted(e["taskId"] for e in events(stderr) if e.get("event") == event)
-
-
-def test_lost_workers_are_retried_failing_runs_are_not_and_ctrl_c_cancels_then_the_same_command_resumes(
-        cluster: RayCluster, tmp_path: Path) -> None:
-    """One command meets every kind of failure while a fourth run blocks; Ctrl-C then cancels that run on its
-    worker, and the same command sends only the runs left to do: the cancelled one and the infrastructure error."""
-    marks, fifo, done = tmp_path / "marks", tmp_path / "started", tmp_path / "done"
-    marks.mkdir()
-    os.mkfifo(fifo)
-    token = f"lab-cancel-{os.getpid()}-{tmp_path.name}"
-    suites = make_suite(tmp_path / "suites", "faults", {
-        "killed-once": ["python3", "-c", KILL_WORKER, str(marks / "once"), str(marks / "once.n"), "once", str(done)],
-        # killed on every try until the test says done: after max_retries an infrastructure error, run again later
-        "killed-always": ["python3", "-c", KILL_WORKER, str(marks / "always"), str(marks / "always.n"), "always",
-                          str(done)],
-        "fails": ["python3", "-c", COUNT_AND_FAIL, str(marks / "fails.n")],
-        "blocks": ["python3", "-c", BLOCK_ONCE, str(fifo), str(done), token]})
-    argv = ["lab", "run", f"suite_dir={suites}", "suite=faults", "provider=scripted", "k=1", "yes=true",
-            "sandbox=none", "trust_local=true", "jobs=4", "executor.max_retries=1", *on_ray(cluster)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {"LAB_DATA_DIR": str(tmp_path / "runs")}
-    with open(tmp_path / "stdout", "w+", encoding="utf-8") as stdout:
-        driver = subprocess.Popen([str(BIN / "lab"), *argv[1:]], cwd=ROOT, env=env, stdout=stdout,
-                                  stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-        err: list[str] = []
-        others_done = threading.Event()
-
-        def read_events() -> None:  # the three other runs finished: only the blocking one is in flight
-            assert driver.stderr is not None
-            for line in driver.stderr:
-                err.append(line)
-                if len(_by_task("".join(err), "run_finished")) == 3:
-                    others_done.set()
-
-        reader = threading.Thread(target=read_events, daemon=True)
-        reader.start()
-        opened = threading.Thread(target=lambda: fifo.read_text(), daemon=True)
-        opened.start()
-        opened.join(timeout=180)  # the blocking verifier on a worker has started
-        assert not opened.is_alive(), "the run's verifier never started: " + "".join(err)[-2000:]
-        assert others_done.wait(timeout=180), "".join(err)[-2000:]
-        assert _processes_naming(token)
-        driver.send_signal(signal.SIGINT)
-        assert driver.wait(timeout=120) == 130, "".join(err)[-2000:]
-        reader.join(timeout=60)
-    first = "".join(err)
-    assert "cancelled" in first
-    found = {task: record for (task, _), record in records(tmp_path / "runs").items()}
-    assert sorted(found) == ["fails", "killed-always", "killed-once"]  # no partial record of the cancelled run
-    assert _processes_naming(token) == []  # the blocking verifier was killed on its worker
-    assert found["killed-once"]["status"] == "pass"
-    assert (marks / "once.n").read_text() == "xx"  # killed, then tried again once
-    assert found["killed-always"]["status"] == "error"
-    assert found["killed-always"]["error"]["kind"] == "worker_lost"
-    assert (marks / "always.n").read_text() == "xx"  # max_retries=1: two tries, then an infrastructure error
-    assert found["fails"]["status"] == "fail"
-    assert (marks / "fails.n").read_text() == "x"  # a failing run is data: never tried again
-    assert _by_task(first, "run_finished") == ["fails", "killed-always", "killed-once"]  # one record each
-
-    done.touch()
-    again = run_cmd(argv, tmp_path / "runs")
-    assert again.returncode == 0, again.stderr[-2000:]
-    # Only the stale runs are sent: the cancelled one and the infrastructure error; results stay on the driver.
-    assert _by_task(again.stderr, "run_started") == ["blocks", "killed-always"]
-    assert _by_task(again.stderr, "run_skipped") == ["fails", "killed-once"]
-    assert {task: r["status"] for (task, _), r in records(tmp_path / "runs").items()} == {
-        "blocks": "pass", "killed-always": "pass", "killed-once": "pass", "fails": "fail"}
-    assert [(marks / f"{name}.n").read_text() for name in ("once", "always", "fails")] == ["xx", "xxx", "x"]
-
-
-def test_a_worker_with_another_lab_refuses_the_run_naming_both_digests(cluster: RayCluster, tmp_path: Path) -> None:
-    other = tmp_path / "other-lab"
-    shutil.copytree(ROOT / "lab", other / "lab", ignore=shutil.ignore_patterns("__pycache__"))
-    with open(other / "lab" / "execute" / "run.py", "a", encoding="utf-8") as source:
-        source.write("\nANOTHER_HARNESS = True  # code, not a comment: comments are not in the harness digest\n")
-    # Every worker of this command imports the other lab: the job's runtime_env puts it first on their path,
-    # as Ray's job submission does (the driver itself runs this lab). From another directory: Ray puts the
-    # driver's working directory first on its workers' path.
-    job = {"runtime_env": {"env_vars": {"PYTHONPATH": str(other)}}}
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {
-        "LAB_DATA_DIR": str(tmp_path / "runs"), "RAY_JOB_CONFIG_JSON_ENV_VAR": json.dumps(job)}
-    result = subprocess.run([str(BIN / "lab"), "run", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]",
-                             "sandbox=none", *on_ray(cluster)], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300, check=False)
-    assert records(tmp_path / "runs"), result.stdout[-1500:] + result.stderr[-1500:]
-    [record] = records(tmp_path / "runs").values()
-    assert record["error"]["kind"] == "harness_mismatch"
-    driver_digest = record["harnessDigest"]
-    line = next(line for line in result.stdout.splitlines() if "harness_mismatch" in line)  # the run's line
-    assert driver_digest in line and "its lab harness digest is " in line
-    assert line.split("its lab harness digest is ")[1].split(",")[0] != driver_digest
-    assert result.returncode == 1
-
-
 class _CountingStub(BaseHTTPRequestHandler):
-    """An OpenAI-compatible endpoint that answers DONE after 0.3 s and counts calls in flight."""
+    """An OpenAI-compatible endpoint that answers DONE after 0.5 s and counts calls in flight."""
 
     lock = threading.Lock()
     now = peak = calls = 0
@@ -268,7 +161,7 @@ class _CountingStub(BaseHTTPRequestHandler):
             cls.now += 1
             cls.calls += 1
             cls.peak = max(cls.peak, cls.now)
-        threading.Event().wait(0.3)  # the provider's latency: calls overlap unless something caps them
+        threading.Event().wait(0.5)  # the provider's latency: calls overlap unless something caps them
         with cls.lock:
             cls.now -= 1
         body = json.dumps({"id": "stub", "object": "chat.completion", "created": 0, "model": "stub",
@@ -295,22 +188,147 @@ def counting_stub() -> Iterator[tuple[str, type[_CountingStub]]]:
     server.server_close()
 
 
-@pytest.mark.parametrize("executor", ["ray", "local"])
-def test_the_provider_cap_holds_across_the_cluster(executor: str, tmp_path: Path, request: pytest.FixtureRequest,
-                                                   counting_stub: tuple[str, type[_CountingStub]],
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def _processes_naming(token: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if token.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _workers_named(cluster: RayCluster, prefix: str) -> list[int]:
+    """The worker processes of this cluster's raylets whose title starts with ``prefix`` (e.g. an actor's)."""
+    raylets = {node.all_processes["raylet"][0].process.pid for node in cluster.cluster.list_all_nodes()}
+    found = []
+    for pid in _processes_naming(prefix):
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                title = cmdline.read()
+        except OSError:
+            continue
+        if parent in raylets and title.startswith(prefix.encode()):
+            found.append(pid)
+    return found
+
+
+def _by_task(stderr: str, event: str) -> list[str]:
+    return sorted(e["taskId"] for e in events(stderr) if e.get("event") == event)
+
+
+def test_lost_workers_failing_runs_the_provider_cap_and_ctrl_c_on_the_cluster_then_the_same_command_resumes(
+        cluster: RayCluster, tmp_path: Path, counting_stub: tuple[str, type[_CountingStub]]) -> None:
+    """One command meets every kind of failure while a fourth run blocks, its runs' model calls capped at one
+    in flight across both nodes; Ctrl-C then cancels the blocking run on its worker, and the same command sends
+    only the runs left to do: the cancelled one and the infrastructure error."""
+    url, stub = counting_stub
+    marks, fifo, done = tmp_path / "marks", tmp_path / "started", tmp_path / "done"
+    marks.mkdir()
+    os.mkfifo(fifo)
+    token = f"lab-cancel-{os.getpid()}-{tmp_path.name}"
+    suites = make_suite(tmp_path / "suites", "faults", {
+        "killed-once": ["python3", "-c", KILL_WORKER, str(marks / "once"), str(marks / "once.n"), "once", str(done)],
+        # killed on every try until the test says done: after max_retries an infrastructure error, run again later
+        "killed-always": ["python3", "-c", KILL_WORKER, str(marks / "always"), str(marks / "always.n"), "always",
+                          str(done)],
+        "fails": ["python3", "-c", COUNT_AND_FAIL, str(marks / "fails.n")],
+        "blocks": ["python3", "-c", BLOCK_ONCE, str(fifo), str(done), token]})
+    # jobs=4: four runs at once, spread over both nodes (executor.spread), each calling the model first: a cap
+    # held per node or per worker would let two calls through at once. The key is in the workers' environment.
+    argv = ["lab", "run", f"suite_dir={suites}", "suite=faults", "provider=openai", f"provider.base_url={url}",
+            f"provider.api_key_env={STUB_KEY_ENV}", "provider.max_concurrent_calls=1", "preflight=false", "k=1",
+            "yes=true", "sandbox=none", "trust_local=true", "jobs=4", "executor.max_retries=1", *on_ray(cluster)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {"LAB_DATA_DIR": str(tmp_path / "runs")}
+    with open(tmp_path / "stdout", "w+", encoding="utf-8") as stdout:
+        driver = subprocess.Popen([str(BIN / "lab"), *argv[1:]], cwd=ROOT, env=env, stdout=stdout,
+                                  stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        err: list[str] = []
+        others_done = threading.Event()
+
+        def read_events() -> None:  # the three other runs finished: only the blocking one is in flight
+            assert driver.stderr is not None
+            for line in driver.stderr:
+                err.append(line)
+                if len(_by_task("".join(err), "run_finished")) == 3:
+                    others_done.set()
+
+        reader = threading.Thread(target=read_events, daemon=True)
+        reader.start()
+        opened = threading.Thread(target=lambda: fifo.read_text(), daemon=True)
+        opened.start()
+        opened.join(timeout=180)  # the blocking verifier on a worker has started
+        assert not opened.is_alive(), "the run's verifier never started: " + "".join(err)[-2000:]
+        assert others_done.wait(timeout=180), "".join(err)[-2000:]
+        assert _processes_naming(token)
+        assert len(_workers_named(cluster, "ray::CallLimiter")) == 1  # one limiter for the eval's endpoint
+        driver.send_signal(signal.SIGINT)
+        assert driver.wait(timeout=120) == 130, "".join(err)[-2000:]
+        reader.join(timeout=60)
+    first = "".join(err)
+    assert "cancelled" in first
+    found = {task: record for (task, _), record in records(tmp_path / "runs").items()}
+    assert sorted(found) == ["fails", "killed-always", "killed-once"]  # no partial record of the cancelled run
+    assert _processes_naming(token) == []  # the blocking verifier was killed on its worker
+    assert found["killed-once"]["status"] == "pass"
+    assert (marks / "once.n").read_text() == "xx"  # killed, then tried again once
+    assert found["killed-always"]["status"] == "error"
+    assert found["killed-always"]["error"]["kind"] == "worker_lost"
+    assert (marks / "always.n").read_text() == "xx"  # max_retries=1: two tries, then an infrastructure error
+    assert found["fails"]["status"] == "fail"
+    assert (marks / "fails.n").read_text() == "x"  # a failing run is data: never tried again
+    assert _by_task(first, "run_finished") == ["fails", "killed-always", "killed-once"]  # one record each
+    assert (stub.calls, stub.peak) == (6, 1)  # a call per try (killed ones twice), never two at once
+
+    done.touch()
+    again = run_cmd(argv, tmp_path / "runs")
+    assert again.returncode == 0, again.stderr[-2000:]
+    # Only the stale runs are sent: the cancelled one and the infrastructure error; results stay on the driver.
+    assert _by_task(again.stderr, "run_started") == ["blocks", "killed-always"]
+    assert _by_task(again.stderr, "run_skipped") == ["fails", "killed-once"]
+    assert {task: r["status"] for (task, _), r in records(tmp_path / "runs").items()} == {
+        "blocks": "pass", "killed-always": "pass", "killed-once": "pass", "fails": "fail"}
+    assert [(marks / f"{name}.n").read_text() for name in ("once", "always", "fails")] == ["xx", "xxx", "x"]
+    assert (stub.calls, stub.peak) == (8, 1)
+
+
+def test_a_worker_with_another_lab_refuses_the_run_naming_both_digests(cluster: RayCluster, tmp_path: Path) -> None:
+    other = tmp_path / "other-lab"
+    shutil.copytree(ROOT / "lab", other / "lab", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(other / "lab" / "execute" / "run.py", "a", encoding="utf-8") as source:
+        source.write("\nANOTHER_HARNESS = True  # code, not a comment: comments are not in the harness digest\n")
+    # Every worker of this command imports the other lab: the job's runtime_env puts it first on their path,
+    # as Ray's job submission does (the driver itself runs this lab). From another directory: Ray puts the
+    # driver's working directory first on its workers' path.
+    job = {"runtime_env": {"env_vars": {"PYTHONPATH": str(other)}}}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {
+        "LAB_DATA_DIR": str(tmp_path / "runs"), "RAY_JOB_CONFIG_JSON_ENV_VAR": json.dumps(job)}
+    result = subprocess.run([str(BIN / "lab"), "run", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]",
+                             "sandbox=none", *on_ray(cluster)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300, check=False)
+    assert records(tmp_path / "runs"), result.stdout[-1500:] + result.stderr[-1500:]
+    [record] = records(tmp_path / "runs").values()
+    assert record["error"]["kind"] == "harness_mismatch"
+    driver_digest = record["harnessDigest"]
+    line = next(line for line in result.stdout.splitlines() if "harness_mismatch" in line)  # the run's line
+    assert driver_digest in line and "its lab harness digest is " in line
+    assert line.split("its lab harness digest is ")[1].split(",")[0] != driver_digest
+    assert result.returncode == 1
+
+
+def test_the_provider_cap_holds_on_one_machine_too(tmp_path: Path, counting_stub: tuple[str, type[_CountingStub]],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     url, stub = counting_stub
     suites = make_suite(tmp_path / "suites", "capped", {f"t{i}": ["true"] for i in range(4)})  # trivially cheap runs
-    cluster = request.getfixturevalue("cluster") if executor == "ray" else None  # local needs no cluster
-    # jobs=4: two runs at once on each node, so a cap held per node or per worker (4 calls) would show
-    argv = ["lab", "run", f"suite_dir={suites}", "suite=capped", "provider=openai", f"provider.base_url={url}",
-            f"provider.api_key_env={STUB_KEY_ENV}", "provider.max_concurrent_calls=2", "preflight=false", "k=3",
-            "jobs=4", "yes=true", "sandbox=none", "trust_local=true", *(on_ray(cluster) if cluster else [])]
-    if executor == "local":  # on ray the key comes from the workers' own environment
-        monkeypatch.setenv(STUB_KEY_ENV, "stub-key-not-a-secret")
-    result = run_cmd(argv, tmp_path / "runs")
+    monkeypatch.setenv(STUB_KEY_ENV, "stub-key-not-a-secret")
+    result = run_cmd(["lab", "run", f"suite_dir={suites}", "suite=capped", "provider=openai",
+                      f"provider.base_url={url}", f"provider.api_key_env={STUB_KEY_ENV}",
+                      "provider.max_concurrent_calls=2", "preflight=false", "k=2", "jobs=4", "yes=true",
+                      "sandbox=none", "trust_local=true"], tmp_path / "runs")
     assert result.returncode == 0, result.stderr[-2000:]
-    assert stub.calls == 12
+    assert stub.calls == 8
     assert stub.peak == 2  # reached, never exceeded
-    if cluster is not None:  # the runs were spread: each node had calls in flight
-        assert {r["runtime"]["node"] for r in records(tmp_path / "runs").values()} == set(cluster.node_dirs)
