@@ -247,7 +247,7 @@ def test_lost_workers_failing_runs_the_provider_cap_and_ctrl_c_on_the_cluster_th
             f"provider.api_key_env={STUB_KEY_ENV}", "provider.max_concurrent_calls=1", "preflight=false", "k=1",
             "yes=true", "sandbox=none", "trust_local=true", "jobs=4", "executor.max_retries=1", *on_ray(cluster)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {"LAB_DATA_DIR": str(tmp_path / "runs")}
-    with open(tmp_path / "stdout", "w+", encoding="utf-8") as stdout:
+    with open(tmp_path / "stdout", "w", encoding="utf-8") as stdout:
         driver = subprocess.Popen([str(BIN / "lab"), *argv[1:]], cwd=ROOT, env=env, stdout=stdout,
                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
         err: list[str] = []
