@@ -277,13 +277,14 @@ def run(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT, timeout
         input: str | None = None, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``.venv/bin/<argv[0]>`` with ``argv[1:]`` as ``subprocess.run(…, capture_output=True, text=True)``.
 
-    ``argv[0]`` names a console script of the virtualenv (``lab``, ``doit``).
+    ``argv[0]`` names a console script of the virtualenv (``lab``, ``doit``), or
+    is the absolute path of a Python script.
     stdin is ``/dev/null`` unless ``input`` is given, or ``stdin`` (a file
     descriptor, e.g. a pty's, which stays open here). Raises
     ``subprocess.TimeoutExpired`` after killing the command when ``timeout``
     seconds pass, as ``subprocess.run`` does.
     """
-    script = BIN / argv[0]
+    script = BIN / argv[0]  # an absolute path stays as it is
     if not script.is_file():
         raise FileNotFoundError(script)
     out_r, out_w = os.pipe()
