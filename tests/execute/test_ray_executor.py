@@ -60,6 +60,7 @@ def test_a_sweep_without_an_address_runs_its_evals_on_one_local_cluster(tmp_path
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     # Before any test starts the shared cluster: this command starts its own, inside the driver.
     monkeypatch.setenv("RAY_agent_register_timeout_ms", "180000")  # a loaded machine starts Ray's agents slowly
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:9")  # another cluster named to Ray: without an address, never joined
     # jobs=2: the first eval starts the cluster from a run action's thread, which ends with that eval
     result = run_cmd(["lab", "run", "-m", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]",
                       "variant=baseline,no-compaction", "jobs=2", "sandbox=none", "executor=ray", "progress=true"],
