@@ -13,7 +13,10 @@ server that imported those modules once (the technique of
   every ``atexit`` handler run as in a fresh interpreter;
 - what differs from a fresh interpreter: modules are already imported (a
   module that read the environment at import would see the server's; the lab
-  reads it at run time), and ``PYTHONHASHSEED`` is the server's.
+  reads it at run time), the report templates are compiled (jinja2 compiles
+  one again when its file changed), the digests of the lab's own code are
+  known (as a user's warm cache dir holds them; a test that edits the lab
+  runs a copy of it in fresh processes), and ``PYTHONHASHSEED`` is the server's.
 
 One server per test worker, started on first use and stopped when the worker
 exits. Tests of the interpreter start itself (the README's quick start, the
@@ -38,6 +41,7 @@ import json
 import os
 import pkgutil
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -118,6 +122,19 @@ def serve(address: str) -> str:
     for module in pkgutil.walk_packages(lab.__path__, "lab."):
         if "ray" not in module.name and not module.name.endswith("__main__"):  # Ray: imported by its own tests
             importlib.import_module(module.name)
+    from lab.execute.harness import harness_digest, report_code_digest
+    from lab.report.evidence import environment
+
+    # The code digests every eval computes once per process (by the lab's sources, which no test edits in
+    # place); a user's command finds them in its cache dir, a test's fresh one would tokenize every source.
+    os.environ["LAB_CACHE_DIR"] = os.path.join(os.path.dirname(address), "cache")
+    harness_digest()
+    report_code_digest()
+    del os.environ["LAB_CACHE_DIR"]
+
+    templates = environment()  # compiled once here; jinja2 compiles a template again when its file changes
+    for name in templates.list_templates():
+        templates.get_template(name)
     gc.freeze()  # the preloaded objects stay out of every collection: no copy-on-write of their pages
     if threading.active_count() != 1:
         raise SystemExit(f"forkserver: preloading started threads ({threading.enumerate()}); cannot fork safely")
@@ -184,9 +201,7 @@ class _Server:
             self.process.kill()
             self.process.wait()
         self.log.close()
-        for name in os.listdir(self.dir):
-            os.unlink(os.path.join(self.dir, name))
-        os.rmdir(self.dir)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 _server: _Server | None = None
