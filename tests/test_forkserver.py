@@ -40,3 +40,12 @@ def test_a_command_past_its_timeout_is_killed(tmp_path: Path) -> None:
     with pytest.raises(subprocess.TimeoutExpired) as raised:
         forkserver.run([str(script)], env=lab_env(tmp_path), timeout=1)
     assert raised.value.output == b"started\n"
+
+
+def test_a_command_with_other_interpreter_settings_starts_fresh(tmp_path: Path) -> None:
+    (tmp_path / "shadow").mkdir()
+    (tmp_path / "shadow" / "probe_module.py").write_text("WHERE = 'shadow'\n")
+    script = tmp_path / "probe"
+    script.write_text("import probe_module\nprint(probe_module.WHERE)\n")
+    env = lab_env(tmp_path, PYTHONPATH=str(tmp_path / "shadow"))
+    assert forkserver.run([str(script)], env=env).stdout == "shadow\n"  # PYTHONPATH is read as Python starts

@@ -180,7 +180,7 @@ class _Server:
     def __init__(self) -> None:
         self.dir = tempfile.mkdtemp(prefix="lab-forkserver-")
         self.address = os.path.join(self.dir, "socket")
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+        env = dict(_SERVER_ENV)
         self.log = open(os.path.join(self.dir, "server.log"), "w+b")  # noqa: SIM115 (lives as long as the server)
         self.process = subprocess.Popen([sys.executable, __file__, self.address], cwd=ROOT, env=env,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.log)
@@ -206,6 +206,13 @@ class _Server:
 
 _server: _Server | None = None
 _lock = threading.Lock()
+_SERVER_ENV = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+"""The server's environment: this worker's as it started, before any test changed it."""
+
+
+def _interpreter_settings(env: dict[str, str]) -> dict[str, str]:
+    """What an interpreter reads as it starts (``PYTHONPATH``, ``PYTHONWARNINGS`` …): a fork inherits the server's."""
+    return {k: v for k, v in env.items() if k.startswith("PYTHON") and k != "PYTHONUNBUFFERED"}
 
 
 def _get_server() -> _Server:
@@ -293,7 +300,8 @@ def run(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT, timeout
     """Run ``.venv/bin/<argv[0]>`` with ``argv[1:]`` as ``subprocess.run(…, capture_output=True, text=True)``.
 
     ``argv[0]`` names a console script of the virtualenv (``lab``, ``doit``), or
-    is the absolute path of a Python script.
+    is the absolute path of a Python script. A command whose ``PYTHON*``
+    variables differ from the server's starts as a fresh interpreter.
     stdin is ``/dev/null`` unless ``input`` is given, or ``stdin`` (a file
     descriptor, e.g. a pty's, which stays open here). Raises
     ``subprocess.TimeoutExpired`` after killing the command when ``timeout``
@@ -302,6 +310,10 @@ def run(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT, timeout
     script = BIN / argv[0]  # an absolute path stays as it is
     if not script.is_file():
         raise FileNotFoundError(script)
+    if _interpreter_settings(env) != _interpreter_settings(_SERVER_ENV):  # only a fresh interpreter honours them
+        return subprocess.run([sys.executable, str(script), *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True,
+                              input=input, stdin=subprocess.DEVNULL if input is None and stdin is None else stdin,
+                              timeout=timeout, check=False)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     if stdin is not None:
