@@ -6,6 +6,14 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
+
+# Property tests without their own max_examples try 30 examples on every run (about a third of hypothesis'
+# default): `make test` stays short enough to run before each commit. `pytest --hypothesis-profile=thorough`
+# tries ten times as many (and every explicit max_examples is kept either way).
+settings.register_profile("default", max_examples=30)
+settings.register_profile("thorough", max_examples=300)
+settings.load_profile("default")
 
 SECRET_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY")
 
@@ -16,8 +24,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-agents", action="store_true", default=False,
                      help="also run tests with real command agents (codex, aider, mini-swe-agent), installed "
                           "with `lab agents install` into $LAB_AGENTS_DIR (reused) or a temp dir")
+    parser.addoption("--fresh-processes", action="store_true", default=False,
+                     help="start every lab/doit command of the tests as a fresh interpreter instead of forking it "
+                          "from a server that imported the lab once (tests/helpers/forkserver.py)")
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="rewrite the golden files in tests/golden/ instead of comparing against them")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from tests.helpers.lab_process import FRESH
+
+    FRESH["processes"] = bool(config.getoption("--fresh-processes"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from tests.helpers import forkserver
+
+    forkserver.shutdown()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

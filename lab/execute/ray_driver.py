@@ -102,7 +102,9 @@ class RayExecutor:
             if address is None:  # a local cluster: this machine advertises the per-run resources; jobs caps runs
                 options["resources"] = {name: 1e6 for name in self.resources}
             try:
-                _init_for_the_process(ray, address, options)
+                # "local": a cluster of this command's own, even when `ray start` or RAY_ADDRESS names
+                # another (address=None would join that one, where per-run resources cannot be advertised)
+                _init_for_the_process(ray, address or "local", options)
             except Exception as exc:  # Ray's ConnectionError, ValueError …: one line, not a traceback
                 where = address or "a local cluster"
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -8,9 +8,6 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import fisher_exact
-from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.proportion import confint_proportions_2indep
 
 import lab.compare.inference as inference
 from lab.compare.inference import Stratum, aggregate_interval, fisher_p, holm, newcombe_interval, stratified_test
@@ -20,12 +17,16 @@ TABLES = [(3, 5, 1, 5), (0, 5, 5, 5), (5, 5, 5, 5), (0, 10, 0, 7), (12, 20, 19, 
 
 @pytest.mark.parametrize(("cb", "nb", "cc", "nc"), TABLES)
 def test_newcombe_matches_statsmodels(cb: int, nb: int, cc: int, nc: int) -> None:
+    from statsmodels.stats.proportion import confint_proportions_2indep  # imported by the tests that compare
+
     low, high = confint_proportions_2indep(cc, nc, cb, nb, method="newcomb", compare="diff")
     assert newcombe_interval(cb, nb, cc, nc) == pytest.approx((float(low), float(high)), abs=1e-12)
 
 
 @pytest.mark.parametrize(("cb", "nb", "cc", "nc"), TABLES)
 def test_fisher_matches_scipy(cb: int, nb: int, cc: int, nc: int) -> None:
+    from scipy.stats import fisher_exact
+
     assert fisher_p(cb, nb, cc, nc) == float(fisher_exact([[cc, nc - cc], [cb, nb - cb]]).pvalue)
 
 
@@ -36,6 +37,8 @@ def test_fisher_published_value() -> None:
 
 @pytest.mark.parametrize("ps", [[0.01, 0.04, 0.03, 0.5, 0.005], [0.2], [0.04, 0.04], [0.001, 0.9, 0.02, 0.0101]])
 def test_holm_matches_statsmodels(ps: list[float]) -> None:
+    from statsmodels.stats.multitest import multipletests
+
     assert holm(ps) == pytest.approx(list(multipletests(ps, method="holm")[1]), abs=1e-15)
 
 

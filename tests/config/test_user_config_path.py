@@ -15,7 +15,7 @@ from lab.config.compose import compose_config
 from lab.config.searchpath import searchpath_overrides, user_config_dirs
 from lab.errors import ConfigError
 from lab.paths import CONF_DIR
-from tests.helpers.lab_process import BIN
+from tests.helpers.lab_process import run_script
 
 OLD_S = 1_000_000_000
 
@@ -123,14 +123,12 @@ def test_the_remembered_config_follows_the_user_presets(user_conf: Path, tmp_pat
 
 @pytest.mark.slow
 def test_an_installed_lab_runs_a_user_agent_preset_from_anywhere(tmp_path: Path) -> None:
-    import subprocess
 
     presets = _user_dir(tmp_path / "presets")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
     env.update(LAB_CONFIG_PATH=str(presets), LAB_DATA_DIR=str(tmp_path / "runs"))
-    result = subprocess.run([str(BIN / "lab"), "run", "agent=my-agent", "provider=scripted", "suite=smoke-coding",
-                             "tasks=[rename-symbol]", "k=1", "sandbox=none", "json=true"], cwd=tmp_path, env=env,
-                            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300, check=False)
+    result = run_script(["lab", "run", "agent=my-agent", "provider=scripted", "suite=smoke-coding",
+                         "tasks=[rename-symbol]", "k=1", "sandbox=none", "json=true"], cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout.splitlines()[-1])
     config = json.loads(next((tmp_path / "runs").glob("smoke-coding/*/config.json")).read_text())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ import pytest
 from lab.build.ci import recorded_provider
 from lab.errors import ConfigError
 from tests.helpers.http_server import LocalHTTPServer
-from tests.helpers.lab_process import BIN, ROOT, run_cmd
+from tests.helpers.lab_process import run_cmd, run_script
 from tests.helpers.openai_stub import ScriptedStub, Turn
 
 pytestmark = pytest.mark.slow
@@ -21,8 +20,7 @@ pytestmark = pytest.mark.slow
 def _record(argv: list[str], data: Path, **env: str) -> None:
     full = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
     full.update(env, LAB_DATA_DIR=str(data))
-    result = subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=ROOT, env=full, capture_output=True, text=True,
-                            stdin=subprocess.DEVNULL, timeout=300, check=False)
+    result = run_script(argv, env=full)
     assert result.returncode in (0, 1), result.stdout + result.stderr
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
-from tests.helpers.lab_process import BIN, ROOT
+from tests.helpers.lab_process import run_script
 from tests.helpers.openai_stub import ScriptedStub, Turn
 from tests.helpers.schemas import assert_valid
 
@@ -57,8 +57,7 @@ def lab_run(data_dir: Path, server: LocalHTTPServer, *more: str) -> subprocess.C
     args = ["run", "suite=smoke-coding", "agent=reference", "provider=openai", "preflight=false",
             f"provider.base_url={server.url}/v1", "provider.api_key_env=LAB_TEST_KEY", "provider.max_retries=1",
             f"tasks=[{TASK}]", "k=1", "trust_local=true", *more]
-    return subprocess.run([str(BIN / "lab"), *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=300, check=False)
+    return run_script(["lab", *args], env=env)
 
 
 def records(data_dir: Path) -> list[dict[str, object]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.lab_process import BIN, ROOT, run_cmd
+from tests.helpers.lab_process import BIN, ROOT, run_cmd, run_script
 
 pytestmark = pytest.mark.slow
 UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -56,8 +56,7 @@ def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Pa
         return
     # The same environment (TMPDIR too: the sandbox backend a command can use depends on where its
     # temp root is, and the backend is a run input).
-    again = subprocess.run([str(BIN / "doit"), "eval", "suite=smoke-coding", "provider=scripted", "k=3"],
-                           cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+    again = run_script(["doit", "eval", "suite=smoke-coding", "provider=scripted", "k=3"], env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     # Every kept result is reused; a run the signal caught mid-command may have ended as an
     # infrastructure error, and those run again (docs/faults.md).

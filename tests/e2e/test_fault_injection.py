@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
-from tests.helpers.lab_process import BIN, ROOT, run_cmd
+from tests.helpers.lab_process import BIN, ROOT, run_cmd, run_script
 from tests.helpers.schemas import assert_jsonl_valid, assert_valid
 
 pytestmark = pytest.mark.slow
@@ -68,9 +68,7 @@ def run_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def lab(args: list[str], data_dir: Path, exe: str = "lab", **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / exe), "run" if exe == "lab" else "eval", *args], cwd=ROOT,
-                          env=run_env(data_dir, **extra), capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=300, check=False)
+    return run_script([exe, "run" if exe == "lab" else "eval", *args], env=run_env(data_dir, **extra))
 
 
 def record_files(data_dir: Path) -> list[Path]:

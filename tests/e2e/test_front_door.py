@@ -14,7 +14,7 @@ import pytest
 from lab.report.build import SCRIPTED_NOTE
 from lab.schemas import load_schema
 from tests.helpers.http_server import LocalHTTPServer, Request, Response, closed_port_url
-from tests.helpers.lab_process import BIN, ROOT, run_cmd
+from tests.helpers.lab_process import ROOT, run_cmd, run_script
 
 pytestmark = pytest.mark.slow
 
@@ -32,8 +32,7 @@ def run_env(argv: list[str], data_dir: Path, **env: str) -> subprocess.Completed
     """Like run_cmd, with extra environment variables (the provider's)."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
     full.update(env, LAB_DATA_DIR=str(data_dir))
-    return subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=ROOT, env=full, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=300, check=False)
+    return run_script(argv, env=full)
 
 
 def test_eval_without_a_key_is_one_line_naming_three_ways_and_runs_nothing(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import pytest
 
 from lab.files import split_lines
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
-from tests.helpers.lab_process import BIN, ROOT
+from tests.helpers.lab_process import run_script
 from tests.helpers.schemas import assert_jsonl_valid, assert_valid
 
 pytestmark = pytest.mark.slow
@@ -118,8 +118,7 @@ def write_suite(root: Path) -> None:
 def lab(argv: list[str], data: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
     env.update(LAB_DATA_DIR=str(data), **env_extra)
-    return subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=300, check=False)
+    return run_script(argv, env=env)
 
 
 def records(data: Path) -> dict[str, dict[str, Any]]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from lab.build.graph import prepare
 from lab.errors import WorkspaceError
 from lab.execute.run import execute_run
 from tests.helpers.hostile_tree import immutable, release
-from tests.helpers.lab_process import BIN, ROOT
+from tests.helpers.lab_process import run_script
 from tests.helpers.schemas import assert_valid
 
 TASKS = ("a-stuck", "b-plain", "c-plain", "d-plain")
@@ -68,10 +67,8 @@ def test_an_unremovable_task_copy_errors_one_run_and_the_report_is_published(tmp
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
     env.update(LAB_DATA_DIR=str(data), TMPDIR=str(tmpdir))
     try:
-        result = subprocess.run(
-            [str(BIN / "lab"), "run", "suite=external", f"suite.path={suite}", "provider=scripted", "k=1",
-             "sandbox=none", "trust_local=true", "yes=true"],
-            cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300, check=False)
+        result = run_script(["lab", "run", "suite=external", f"suite.path={suite}", "provider=scripted", "k=1",
+                             "sandbox=none", "trust_local=true", "yes=true"], env=env)
     finally:
         _release_all(tmpdir)
     out = result.stdout + result.stderr

@@ -73,6 +73,7 @@ def test_a_sweep_without_an_address_runs_on_one_local_cluster_whose_workers_sand
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Before any test starts the shared cluster: this command starts its own, inside the driver.
     monkeypatch.setenv("RAY_agent_register_timeout_ms", "180000")  # a loaded machine starts Ray's agents slowly
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:9")  # another cluster named to Ray: without an address, never joined
     local_error = _bwrap_here()
     # jobs=2: the first eval starts the cluster from a run action's thread, which ends with that eval.
     # sandbox=bwrap: each worker opens its own bwrap, or fails the run with the line sandbox=bwrap gives locally.

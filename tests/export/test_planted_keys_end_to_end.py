@@ -20,15 +20,14 @@ import pytest
 from lab.replay.scrub import stream_texts
 from tests.helpers.http_server import LocalHTTPServer
 from tests.helpers.key_corpus import corpus, secrets_of
-from tests.helpers.lab_process import BIN, ROOT
+from tests.helpers.lab_process import run_script
 from tests.helpers.openai_stub import ScriptedStub, Turn
 
 TASK = "fix-default-argument"
 
 
 def run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=300, check=False)
+    return run_script(argv, env=env)
 
 
 def short(name: str) -> bool:

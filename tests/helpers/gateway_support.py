@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import threading
-
-import openai
+from typing import TYPE_CHECKING
 
 from lab.gateway import Halt
+
+if TYPE_CHECKING:
+    import openai
 
 TOKEN = "run-token-0123456789"
 REAL_KEY = "sk-real-provider-key-5f0c2a9e7b1d4c3a"
@@ -27,5 +29,7 @@ class Halts:
 
 def sdk(base_url: str | None, max_retries: int = 0) -> openai.OpenAI:
     """An official SDK client aimed at a gateway with the run token (use it as a context manager)."""
+    import openai  # the SDK's import costs a second: only the tests that drive it pay for it
+
     assert base_url is not None
     return openai.OpenAI(base_url=base_url, api_key=TOKEN, max_retries=max_retries)

@@ -1,4 +1,9 @@
-"""Run the real `doit` and `lab` commands in a subprocess against the checkout."""
+"""Run the real `doit` and `lab` commands as processes against the checkout.
+
+:func:`run_script` forks each command from :mod:`tests.helpers.forkserver` (a
+real process, without a second of imports each time); ``pytest --fresh-processes``
+starts each one as a fresh interpreter instead, as a user's shell does.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,35 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers import forkserver
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+FRESH = {"processes": False}
+"""Set by ``--fresh-processes`` (tests/conftest.py): every command a fresh interpreter."""
+
+
+def lab_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """This process's environment without ``LAB_*`` variables, the run store ``data_dir`` and ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env.update(extra, LAB_DATA_DIR=str(data_dir))
+    return env
+
+
+def run_script(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT, timeout_s: float = 300,
+               input: str | None = None, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the virtualenv's console script ``argv[0]`` (``lab``, ``doit``) like ``subprocess.run``, output captured.
+
+    stdin is ``/dev/null`` unless ``input`` (text) or ``stdin`` (a file descriptor) is given; ``subprocess.TimeoutExpired``
+    after ``timeout_s`` seconds, the command killed.
+    """
+    if FRESH["processes"]:
+        return subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True,
+                              input=input, stdin=subprocess.DEVNULL if input is None and stdin is None else stdin,
+                              timeout=timeout_s, check=False)
+    return forkserver.run(argv, env=env, cwd=cwd, timeout=timeout_s, input=input, stdin=stdin)
 
 
 def run_cmd(argv: list[str], data_dir: Path, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` (``doit …`` or ``lab …``) from the checkout with its own run store."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
-    env["LAB_DATA_DIR"] = str(data_dir)
-    exe = str(BIN / argv[0])
-    return subprocess.run([exe, *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=timeout_s, check=False)
+    return run_script(argv, env=lab_env(data_dir), timeout_s=timeout_s)

@@ -24,7 +24,7 @@ import pytest
 from lab.sandbox.bwrap import BwrapBackend
 from lab.sandbox.registry import probe
 from tests.helpers.hostile_tree import fast_dir
-from tests.helpers.lab_process import BIN, ROOT
+from tests.helpers.lab_process import run_script
 from tests.helpers.schemas import assert_valid
 
 pytestmark = pytest.mark.slow
@@ -51,8 +51,7 @@ def _lab_run(suite: Path, data: Path, tmpdir: Path, *more: str) -> subprocess.Co
             "agent.name=hostile", 'agent.command.argv=["{python}","hostile_agent.py","{prompt_file}","{model}"]',
             "agent.command.ignore=[hostile_agent.py,targets.json,.hostile/history.md,'logs/*']",
             "k=1", "yes=true", *_backend(), *more]
-    return subprocess.run([str(BIN / "lab"), *argv], cwd=ROOT, env=env, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=600, check=False)
+    return run_script(["lab", *argv], env=env, timeout_s=600)
 
 
 def test_the_host_side_corpus_is_judged_and_leaves_the_host_alone(tmp_path: Path) -> None:

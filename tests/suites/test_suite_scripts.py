@@ -14,7 +14,7 @@ import pytest
 from lab.errors import SuiteError
 from lab.providers.registry import make_provider
 from lab.suites.load import load_suite
-from tests.helpers.lab_process import BIN, ROOT
+from tests.helpers.lab_process import BIN, ROOT, run_script
 
 DOC: dict[str, Any] = {
     "schemaVersion": 1, "suiteId": "demo", "suiteVersion": "1.0.0", "description": "d",
@@ -143,9 +143,8 @@ def test_doit_eval_stops_before_any_run_on_a_broken_script(tmp_path: Path) -> No
     script(suite, "scripts/t1.json", {**GOOD, "turns": [{"content": ""}]})
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
     env["LAB_DATA_DIR"] = str(tmp_path / "runs")
-    done = subprocess.run([str(BIN / "doit"), "eval", f"suite_dir={tmp_path / 'suites'}", "suite=demo",
-                           "provider=scripted", "k=1", "yes=true"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    done = run_script(["doit", "eval", f"suite_dir={tmp_path / 'suites'}", "suite=demo", "provider=scripted", "k=1",
+                       "yes=true"], env=env)
     assert done.returncode == 1, done.stdout + done.stderr
     assert 'suite demo: task t1: scripts/t1.json: field "turns[0].content": expected a non-empty string, got ""' \
         in done.stderr

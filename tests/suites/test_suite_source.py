@@ -13,6 +13,7 @@ import pytest
 
 from lab import paths
 from lab.config.compose import compose_config
+from tests.helpers.lab_process import lab_env, run_script
 from lab.errors import ConfigError, SuiteError
 from lab.suites.load import load_suite
 
@@ -36,12 +37,8 @@ def write_suite(root: Path, suite_id: str = "ext") -> Path:
     return suite
 
 
-def run_lab(argv: list[str], data_dir: Path, stdin: int | None = subprocess.DEVNULL,
-            ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
-    env["LAB_DATA_DIR"] = str(data_dir)
-    return subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=ROOT, env=env, stdin=stdin,
-                          capture_output=True, text=True, timeout=300, check=False)
+def run_lab(argv: list[str], data_dir: Path, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
+    return run_script(argv, env=lab_env(data_dir), stdin=stdin)
 
 
 def records(data_dir: Path) -> list[Path]:
