@@ -139,7 +139,7 @@ JSON = st.recursive(
     max_leaves=20)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.dictionaries(st.sampled_from(["schemaVersion", "taskId", "usage", "events", "z", "\udfff"]), JSON))
 def test_a_record_line_is_dumps_line(record: dict[str, Any]) -> None:
     assert record_line(record) == dumps_line(record)
