@@ -19,7 +19,7 @@ COMPANIONS = {("suite", "external"): ["suite.path=suites/core"]}
 @pytest.mark.parametrize(("group", "option"), [
     (g, p.stem) for g in GROUPS for p in sorted((CONF_DIR / g).glob("*.yaml"))])
 def test_every_group_option_composes(group: str, option: str) -> None:
-    config = compose_config([f"{group}={option}", *COMPANIONS.get((group, option), [])])
+    config = composed(f"{group}={option}", *COMPANIONS.get((group, option), []))
     assert len(config.config_hash()) == 64
 
 
