@@ -54,7 +54,8 @@ def test_the_long_answer_is_left_as_it_is_with_no_hit() -> None:
     assert scanner.redact({"finalMessage": LONG_ANSWER}) == ({"finalMessage": LONG_ANSWER}, [])
 
 
-@pytest.mark.parametrize("pattern", PATTERNS, ids=lambda p: p.pattern[:40])
+# A pattern without required literals (case-insensitive ones, alternatives first) has nothing to check.
+@pytest.mark.parametrize("pattern", [p for p in PATTERNS if required_literals(p)], ids=lambda p: p.pattern[:40])
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_every_match_holds_the_required_literals(pattern: re.Pattern[str], data: st.DataObject) -> None:
