@@ -99,7 +99,6 @@ def shared_conf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "conf"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", CONF_FILES)
 def test_editing_any_config_file_composes_again(shared_conf: Path, misses: Callable[[], None], name: str) -> None:
     """Remembered (composed once per module), edited: the cache does not answer; put back: it does."""
