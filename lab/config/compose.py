@@ -148,7 +148,7 @@ def compose_config(overrides: list[str] | tuple[str, ...] = (), *,
     try:
         data, chosen, sources = _compose(expanded, conf)
     except Exception as exc:  # Hydra/OmegaConf raise many types; all are user input errors here
-        problems = _override_problems(expanded, conf) or [describe_compose_error(exc, expanded, conf)]
+        problems = _override_problems(expanded, conf, failed=exc) or [describe_compose_error(exc, expanded, conf)]
         raise ConfigError(bounded_lines(boolean_problems(expanded) + problems)) from exc
     problems = boolean_problems(expanded) + data_problems(data)
     if problems:
@@ -210,24 +210,31 @@ def _compose(overrides: list[str], conf_dir: Path) -> tuple[dict[str, Any], str,
     return {str(k): v for k, v in data.items()}, variant, sources
 
 
-def _override_problems(overrides: list[str], conf_dir: Path) -> list[str]:
+def _override_problems(overrides: list[str], conf_dir: Path, *, failed: Exception | None = None) -> list[str]:
     """Every problem in ``overrides``: each override is added to the ones known
     good so far, so one bad word does not hide the next; then the resolved
-    config of the good ones is validated too."""
+    config of the good ones is validated too.
+
+    ``failed``: the error composing all of ``overrides`` gave, taken as the
+    answer for that same list instead of composing it again."""
     from lab.config.overrides import describe_compose_error
 
     good: list[str] = []
     problems: list[str] = []
+    data: dict[str, Any] | None = None  # the resolved config of ``good`` once one override composed
     for override in overrides:
         try:
-            _compose([*good, override], conf_dir)
+            if failed is not None and [*good, override] == overrides:
+                raise failed
+            data = _compose([*good, override], conf_dir)[0]
             good.append(override)
         except Exception as exc:  # any Hydra/OmegaConf error: this override is the culprit
             problems.append(describe_compose_error(exc, [override], conf_dir))
-    try:
-        data = _compose(good, conf_dir)[0]
-    except Exception as exc:  # the base config itself is broken; say so once
-        return problems + [describe_compose_error(exc, good, conf_dir)]
+    if data is None:
+        try:
+            data = _compose(good, conf_dir)[0]
+        except Exception as exc:  # the base config itself is broken; say so once
+            return problems + [describe_compose_error(exc, good, conf_dir)]
     return problems + data_problems(data)
 
 

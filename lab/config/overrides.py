@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,12 @@ LIST_KEYS = ("tasks", "allow", "agent.tools")
 PLAIN_OPTION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
+@lru_cache(maxsize=512)
 def parse_override(text: str) -> Any | None:
-    """The parsed Hydra ``Override`` for ``text``, or None when it does not parse."""
+    """The parsed Hydra ``Override`` for ``text``, or None when it does not parse.
+
+    Remembered per text (the parse depends on nothing else; one compose reads each override
+    three or four times): the object is shared, so callers read it and never change it."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:

@@ -9,6 +9,7 @@ keys belong to the effective-config hash (SPEC C2, VA1).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -214,6 +215,7 @@ def _schema_keys(cls: type) -> dict[str, Any]:
             for f in dataclasses.fields(cls)}
 
 
+@functools.cache
 def boolean_keys() -> frozenset[str]:
     """Dotted keys whose type is ``bool`` (``keep``, ``provider.stream``, …)."""
     return frozenset(_boolean_keys(LabConf, ""))

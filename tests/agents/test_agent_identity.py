@@ -17,12 +17,12 @@ import pytest
 
 from lab.agents.command import CommandPreset
 from lab.agents.identity import agent_identity
-from lab.config.compose import compose_config
 from lab.report.markdown import agent_text
+from tests.helpers.composed import composed
 
 
 def preset(*extra: str) -> CommandPreset:
-    return CommandPreset.from_config(compose_config(["agent=reference", "provider=scripted", *extra]).data["agent"])
+    return CommandPreset.from_config(composed("agent=reference", "provider=scripted", *extra).data["agent"])
 
 
 def executable(path: Path, text: str = "#!/bin/sh\necho agent\n") -> Path:
@@ -77,7 +77,7 @@ def pypi_install(data_dir: Path, version: str, record: str) -> None:
 
 
 def test_a_pypi_agent_reports_its_installed_version_and_digests_its_record(tmp_path: Path) -> None:
-    aider = CommandPreset.from_config(compose_config(["agent=aider", "provider=scripted"]).data["agent"])
+    aider = CommandPreset.from_config(composed("agent=aider", "provider=scripted").data["agent"])
     pypi_install(tmp_path, "0.86.2", "aider/main.py,sha256=AAAA,100\n")
     first = agent_identity(aider, tmp_path)
     assert first["reported"] == "0.86.2"
@@ -88,7 +88,7 @@ def test_a_pypi_agent_reports_its_installed_version_and_digests_its_record(tmp_p
 
 
 def test_an_npm_agent_reports_its_package_json_version_and_digests_its_lock(tmp_path: Path) -> None:
-    codex = CommandPreset.from_config(compose_config(["agent=codex", "provider=scripted"]).data["agent"])
+    codex = CommandPreset.from_config(composed("agent=codex", "provider=scripted").data["agent"])
     prefix = tmp_path / "agents" / "codex" / "npm" / "node_modules"
     executable(prefix / ".bin" / "codex", "#!/usr/bin/env node\n")
     manifest = prefix / "@openai" / "codex" / "package.json"

@@ -14,24 +14,24 @@ from hypothesis import strategies as st
 
 from lab.agents.command import PLACEHOLDERS, CommandPreset, check_installed, preset_problems, render
 from lab.agents.install import agent_state, install_agent
-from lab.config.compose import compose_config
 from lab.errors import ConfigError
+from tests.helpers.composed import composed
 from tests.helpers.lab_process import run_cmd
 
 PRESETS = ["reference", "codex", "aider", "mini-swe-agent"]
 
 
 def agent_data(name: str, *extra: str) -> dict:
-    return compose_config([f"agent={name}", "provider=scripted", *extra]).data["agent"]
+    return composed(f"agent={name}", "provider=scripted", *extra).data["agent"]
 
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_every_shipped_preset_is_valid_and_hashes_its_name_and_version(name: str) -> None:
-    preset = CommandPreset.from_config(agent_data(name))
+    config = composed(f"agent={name}", "provider=scripted")
+    preset = CommandPreset.from_config(config.data["agent"])
     assert preset.name == name and preset.version
-    base = compose_config([f"agent={name}", "provider=scripted"]).config_hash()
-    bumped = compose_config([f"agent={name}", "provider=scripted", "agent.version=9.9.9"]).config_hash()
-    assert base != bumped
+    bumped = composed(f"agent={name}", "provider=scripted", "agent.version=9.9.9").config_hash()
+    assert config.config_hash() != bumped
 
 
 def test_the_reference_preset_renders_every_placeholder() -> None:

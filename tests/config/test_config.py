@@ -7,6 +7,7 @@ import pytest
 from lab.config.compose import compose_config
 from lab.errors import ConfigError
 from lab.paths import CONF_DIR
+from tests.helpers.composed import composed
 
 GROUPS = ("suite", "provider", "mode", "agent", "variant")
 
@@ -18,7 +19,7 @@ COMPANIONS = {("suite", "external"): ["suite.path=suites/core"]}
 @pytest.mark.parametrize(("group", "option"), [
     (g, p.stem) for g in GROUPS for p in sorted((CONF_DIR / g).glob("*.yaml"))])
 def test_every_group_option_composes(group: str, option: str) -> None:
-    config = compose_config([f"{group}={option}", *COMPANIONS.get((group, option), [])])
+    config = composed(f"{group}={option}", *COMPANIONS.get((group, option), []))
     assert len(config.config_hash()) == 64
 
 
@@ -59,19 +60,19 @@ def test_bad_override_is_one_line_naming_the_key(override: str, message: str) ->
 
 def test_replay_defaults_k_to_one_and_live_to_the_suite_default() -> None:
     assert compose_config(["mode=replay"]).k == 1
-    assert compose_config([]).k == 5
+    assert composed().k == 5
     assert compose_config(["mode=replay", "k=3"]).k == 3
 
 
 def test_hash_ignores_runtime_knobs_and_endpoint() -> None:
-    base = compose_config(["provider=openai"]).config_hash()
+    base = composed("provider=openai").config_hash()
     for override in ("k=7", "seed=3", "jobs=4", "out=/tmp/x", "provider.base_url=http://127.0.0.1:9/v1",
                      "provider.api_key_env=OTHER_KEY", "progress=true"):
         assert compose_config(["provider=openai", override]).config_hash() == base, override
 
 
 def test_hash_follows_measured_keys() -> None:
-    base = compose_config([]).config_hash()
+    base = composed().config_hash()
     for override in ("provider.model=other", "agent.max_output_tokens=100", "variant=no-compaction",
                      "agent.compaction.threshold=0.5", "mode=replay"):
         assert compose_config([override]).config_hash() != base, override

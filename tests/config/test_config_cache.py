@@ -43,6 +43,10 @@ def conf(tmp_path: Path) -> Path:
     return copy
 
 
+class Composed(Exception):
+    """Raised by :func:`misses` instead of composing: the cache was asked and did not answer."""
+
+
 @pytest.fixture
 def composes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """The override lists actually composed with Hydra (a spy around the real compose_config:
@@ -58,6 +62,16 @@ def composes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     return calls
 
 
+@pytest.fixture
+def misses(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
+    """Call it to make every later compose raise :class:`Composed` instead (a cache miss observed
+    where it happens, without paying for the compose that would follow)."""
+    def refuse(overrides: list[str], **kwargs: Any) -> Any:
+        raise Composed(overrides)
+
+    return lambda: monkeypatch.setattr(config_cache, "compose_config", refuse)
+
+
 def cached(conf: Path, tmp_path: Path, overrides: list[str]) -> Any:
     return compose_cached(overrides, conf_dir=conf, cache=tmp_path / "cache")
 
@@ -67,24 +81,40 @@ def cached(conf: Path, tmp_path: Path, overrides: list[str]) -> Any:
                                        ["agent=reference", "provider=scripted"], ["sandbox=none", "jobs=2"]])
 def test_a_remembered_configuration_is_the_composed_one(conf: Path, tmp_path: Path, composes: list[list[str]],
                                                         overrides: list[str]) -> None:
-    first = cached(conf, tmp_path, overrides)
+    first = cached(conf, tmp_path, overrides)  # composed by the real compose_config
     again = cached(conf, tmp_path, overrides)
-    fresh = compose_config(overrides, conf_dir=conf)
-    assert len(composes) == 1, "the second call is served from the cache"
-    assert again == fresh == first
-    assert again.config_hash() == fresh.config_hash() and again.config_hash("live") == fresh.config_hash("live")
-    assert again.measured_view() == fresh.measured_view() and again.variant == fresh.variant
+    assert composes == [overrides], "the second call is served from the cache"
+    assert again == first and again is not first
+    assert again.config_hash() == first.config_hash() and again.config_hash("live") == first.config_hash("live")
+    assert again.measured_view() == first.measured_view() and again.variant == first.variant
 
 
-@pytest.mark.slow
+@pytest.fixture(scope="module")
+def shared_conf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One copy of conf/ (and its cache beside it) for the edit tests below, each of which puts
+    back what it edited."""
+    root = tmp_path_factory.mktemp("shared")
+    shutil.copytree(CONF_DIR, root / "conf")
+    age(root / "conf")
+    return root / "conf"
+
+
 @pytest.mark.parametrize("name", CONF_FILES)
-def test_editing_any_config_file_composes_again(conf: Path, tmp_path: Path, composes: list[list[str]],
-                                                name: str) -> None:
-    cached(conf, tmp_path, ["suite=core"])
-    with (conf / name).open("a", encoding="utf-8") as fh:
-        fh.write("\n# edited\n")
-    cached(conf, tmp_path, ["suite=core"])
-    assert len(composes) == 2
+def test_editing_any_config_file_composes_again(shared_conf: Path, misses: Callable[[], None], name: str) -> None:
+    """Remembered (composed once per module), edited: the cache does not answer; put back: it does."""
+    conf, where = shared_conf, shared_conf.parent
+    cached(conf, where, ["suite=core"])  # composes in the first of these tests only
+    misses()
+    assert cached(conf, where, ["suite=core"]).data["suite"]["id"] == "core"  # remembered: no compose
+    original = (conf / name).read_bytes()
+    try:
+        with (conf / name).open("a", encoding="utf-8") as fh:
+            fh.write("\n# edited\n")
+        with pytest.raises(Composed):
+            cached(conf, where, ["suite=core"])
+    finally:
+        (conf / name).write_bytes(original)
+    cached(conf, where, ["suite=core"])  # the file holds what it held: remembered again
 
 
 def test_an_edit_that_keeps_size_and_mtime_composes_again(conf: Path, tmp_path: Path,
@@ -95,8 +125,7 @@ def test_an_edit_that_keeps_size_and_mtime_composes_again(conf: Path, tmp_path: 
     (conf / "config.yaml").write_text(text.replace("seed: 0 ", "seed: 5 "), encoding="utf-8")
     os.utime(conf / "config.yaml", (OLD_S, OLD_S))
     second = cached(conf, tmp_path, ["suite=core"])
-    assert (first.seed, second.seed, len(composes)) == (0, 5, 2)
-    assert second == compose_config(["suite=core"], conf_dir=conf)
+    assert (first.seed, second.seed, len(composes)) == (0, 5, 2)  # the second composed by the real compose_config
 
 
 def test_a_new_option_file_composes_again(conf: Path, tmp_path: Path, composes: list[list[str]]) -> None:
@@ -149,10 +178,13 @@ def test_an_override_reading_the_environment_composes_again(conf: Path, tmp_path
                                        # A key shape anywhere in an override or the configuration.
                                        ["provider.model=" + "gsk_" + "q8Wd3Rt6Yp1Lk9Zx4Cv7Bn2Mm5Jh0Gf3Ds6Aa1Ss"]])
 def test_configurations_that_must_not_be_remembered_are_composed_every_time(
-        conf: Path, tmp_path: Path, composes: list[list[str]], overrides: list[str]) -> None:
+        conf: Path, tmp_path: Path, composes: list[list[str]], misses: Callable[[], None],
+        overrides: list[str]) -> None:
     cached(conf, tmp_path, overrides)
-    cached(conf, tmp_path, overrides)
-    assert len(composes) == 2
+    assert composes == [overrides]
+    misses()
+    with pytest.raises(Composed):
+        cached(conf, tmp_path, overrides)
     assert not list((tmp_path / "cache").rglob("*.json"))
 
 
@@ -174,9 +206,9 @@ def test_a_same_size_rewrite_with_its_mtime_put_back_composes_again(conf: Path, 
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "foreign", "other overrides"])
-def test_a_corrupt_or_foreign_entry_is_composed_again(conf: Path, tmp_path: Path, composes: list[list[str]],
+def test_a_corrupt_or_foreign_entry_is_composed_again(conf: Path, tmp_path: Path, misses: Callable[[], None],
                                                        damage: str) -> None:
-    good = cached(conf, tmp_path, ["k=4"])
+    cached(conf, tmp_path, ["k=4"])
     (entry,) = (tmp_path / "cache" / "config").glob("*.json")
     doc = json.loads(entry.read_text(encoding="utf-8"))
     if damage == "truncate":
@@ -188,8 +220,9 @@ def test_a_corrupt_or_foreign_entry_is_composed_again(conf: Path, tmp_path: Path
     else:
         entry.write_text(json.dumps({**doc, "ident": {**doc["ident"], "overrides": ["k=99"]},
                                      "data": {**doc["data"], "k": 99}}), encoding="utf-8")
-    assert cached(conf, tmp_path, ["k=4"]) == good
-    assert len(composes) == 2
+    misses()
+    with pytest.raises(Composed):
+        cached(conf, tmp_path, ["k=4"])
 
 
 def test_suite_dir_decides_again_when_the_suite_appears(conf: Path, tmp_path: Path, composes: list[list[str]]) -> None:

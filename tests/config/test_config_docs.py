@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import re
 
 import pytest
@@ -13,6 +12,7 @@ from lab.config.schema import schema_keys
 from lab.config.variants import flatten
 from lab.errors import ConfigError
 from lab.paths import CONF_DIR, ROOT
+from tests.helpers.composed import composed
 
 DOC = ROOT / "docs" / "configuration.md"
 TEXT = DOC.read_text(encoding="utf-8")
@@ -34,7 +34,7 @@ def hash_table() -> list[tuple[str, bool, list[str]]]:
 
 
 ROWS = hash_table()
-BASE_HASH = compose_config([]).config_hash()
+BASE_HASH = composed().config_hash()
 
 
 def top_level_keys() -> list[str]:
@@ -69,8 +69,7 @@ def test_every_schema_key_is_in_the_hash_table() -> None:
 @pytest.mark.parametrize(("key", "hashed", "overrides"), ROWS, ids=[r[0] for r in ROWS])
 def test_the_hash_table_is_true(key: str, hashed: bool, overrides: list[str]) -> None:
     if not overrides:  # no valid alternative value today: change the resolved data itself
-        config = compose_config([])
-        data = copy.deepcopy(config.data)
+        data = composed().data  # a copy of its own
         node = data
         *parents, leaf = key.split(".")
         for part in parents:
@@ -91,4 +90,4 @@ def test_an_api_key_in_the_config_is_rejected_without_echoing_it() -> None:
 
 def test_the_api_key_variable_name_is_not_hashed() -> None:
     assert compose_config(["provider=openai", "provider.api_key_env=OTHER"]).config_hash() == \
-        compose_config(["provider=openai"]).config_hash()
+        composed("provider=openai").config_hash()

@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.config.compose import compose_config
 from lab.config.identity import (
     endpoint_identity,
     endpoint_key,
@@ -16,10 +15,11 @@ from lab.config.identity import (
     store_key,
 )
 from lab.store import is_plain_name
+from tests.helpers.composed import composed
 
 
 def key_of(*overrides: str) -> str:
-    config = compose_config(["suite=core", *overrides])
+    config = composed("suite=core", *overrides)
     return endpoint_key(endpoint_identity(config.data["provider"], config.mode))
 
 

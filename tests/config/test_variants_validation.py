@@ -12,6 +12,7 @@ from lab.config.schema import is_measured_key
 from lab.config.variants import all_variant_problems, flatten, variant_problems
 from lab.errors import ConfigError
 from lab.paths import CONF_DIR
+from tests.helpers.composed import composed
 
 HEADER = "# @package _global_\n"
 
@@ -30,7 +31,7 @@ def add_variant(conf: Path, name: str, text: str) -> None:
 @pytest.mark.parametrize("name", sorted(p.stem for p in (CONF_DIR / "variant").glob("*.yaml")))
 def test_every_shipped_variant_is_valid_and_composes(name: str) -> None:
     assert variant_problems(name) == []
-    assert compose_config([f"variant={name}"]).variant == name
+    assert composed(f"variant={name}").variant == name
 
 
 def test_all_shipped_variants_at_once() -> None:

@@ -33,7 +33,7 @@ def test_every_rewritten_pattern_is_still_one_of_detect_secrets() -> None:
 
 
 @pytest.mark.parametrize("start", sorted(PIECES))
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(data=st.data())
 def test_first_start_matches_equal_the_patterns_own(start: str, data: st.DataObject) -> None:
     wrapped = first_start(start)

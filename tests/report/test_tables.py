@@ -28,7 +28,7 @@ def tables(draw: st.DrawFn) -> tuple[list[str], list[list[str]]]:
     return headers, rows
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(tables())
 def test_lines_equal_tabulate(table: tuple[list[str], list[list[str]]]) -> None:
     headers, rows = table

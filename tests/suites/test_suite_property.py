@@ -119,7 +119,7 @@ def test_random_paths_only_raise_suite_error(suite_dir: Path, location: list[Any
         assert any("tasks[0].fixture" in p for p in result.problems), result.problems
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=50)  # over a second at 80
 @given(extra=st.dictionaries(st.sampled_from(FIELD_NAMES), json_values, min_size=1, max_size=3))
 def test_extra_verifier_fields_only_raise_suite_error(suite_dir: Path, extra: dict[str, Any]) -> None:
     document = copy.deepcopy(VALID)
