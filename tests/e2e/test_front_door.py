@@ -245,11 +245,3 @@ def test_second_doit_compare_says_up_to_date_with_the_path(tmp_path: Path) -> No
     again = run_cmd(argv, tmp_path)
     assert again.returncode == 0
     assert f"comparison up to date: {tmp_path / 'cmp' / 'comparison.md'}" in again.stdout
-
-
-def test_ci_counts_up_to_date_runs_per_suite(tmp_path: Path) -> None:
-    assert run_cmd(["lab", "ci"], tmp_path).returncode == 0
-    again = run_cmd(["lab", "ci"], tmp_path)
-    counts = sorted(int(line.split()[0]) for line in again.stdout.splitlines() if "run(s) up to date" in line)
-    recorded = sorted(len(list(d.glob("*.jsonl"))) for d in (ROOT / "cassettes").iterdir())
-    assert counts == recorded  # each suite's own count, not a running total
