@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -35,12 +38,38 @@ def pytest_configure(config: pytest.Config) -> None:
     from tests.helpers.lab_process import FRESH
 
     FRESH["processes"] = bool(config.getoption("--fresh-processes"))
+    _python3_without_a_shim()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     from tests.helpers import forkserver
 
     forkserver.shutdown()
+    if _SHIM_DIR:
+        shutil.rmtree(_SHIM_DIR.pop(), ignore_errors=True)
+
+
+_SHIM_DIR: list[str] = []
+
+
+def _python3_without_a_shim() -> None:
+    """When ``python3`` on ``PATH`` is a script (a version manager's shim, e.g. pyenv's: 0.2 s of CPU a call),
+    put the same interpreter first on ``PATH``: the one this test run uses, outside its virtualenv.
+
+    Commands the tests start (verifiers, agents under ``sandbox=none``) call ``python3`` hundreds of times; the
+    bwrap sandbox has its own ``PATH`` and is not affected.
+    """
+    found = shutil.which("python3")
+    if found is None:
+        return
+    with open(found, "rb") as head:
+        if head.read(2) != b"#!":
+            return
+    base = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    directory = tempfile.mkdtemp(prefix="lab-tests-python3-")
+    os.symlink(base, os.path.join(directory, "python3"))
+    _SHIM_DIR.append(directory)
+    os.environ["PATH"] = directory + os.pathsep + os.environ.get("PATH", os.defpath)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

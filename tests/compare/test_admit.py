@@ -142,23 +142,32 @@ def publish(data: Path, tasks: dict[str, str], **header: Any) -> Path:
     return write_report_dir(data, build_report(head, records), records)
 
 
-def test_cli_exit_0_only_when_admitted(tmp_path: Path) -> None:
+def test_cli_exit_0_only_when_admitted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    from lab.cli import main
+
     dirs = [publish(tmp_path, BETTER, seed=s, config="base") for s in (0, 9)]
     cands = [publish(tmp_path, BEST, seed=s, config="cand") for s in (0, 9)]
     admitted = run_cmd(["lab", "admit", str(dirs[0]), str(cands[0]), str(dirs[1]), cands[1].name], tmp_path)
     assert admitted.returncode == 0, admitted.stdout + admitted.stderr
     assert "verdict: admit" in admitted.stdout
-    partial = run_cmd(["lab", "admit", str(dirs[0]), str(cands[0])], tmp_path)
-    assert partial.returncode == 1
-    assert "not checked" in partial.stdout and "verdict: do not admit" in partial.stdout
+    # In-process: the same entry point's exit code (the real process above and below carries it out).
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    assert main(["admit", str(dirs[0]), str(cands[0])]) == 1
+    partial = capsys.readouterr().out
+    assert "not checked" in partial and "verdict: do not admit" in partial
 
 
-def test_cli_incompatible_pair_exits_3_and_bad_usage_exits_1(tmp_path: Path) -> None:
+def test_cli_incompatible_pair_exits_3_and_bad_usage_exits_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from lab.cli import main
+
     base = publish(tmp_path, BETTER)
     other = publish(tmp_path, BEST, suite_version="9.0.0", config="cand")
     assert run_cmd(["lab", "admit", str(base), str(other)], tmp_path).returncode == 3
-    usage = run_cmd(["lab", "admit", str(base)], tmp_path)
-    assert usage.returncode == 1 and "expected two or four reports" in usage.stderr
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    assert main(["admit", str(base)]) == 1  # in-process: a usage error, before any report is read
+    assert "expected two or four reports" in capsys.readouterr().err
 
 
 def test_a_report_without_the_total_falls_back_to_main_loop_tokens() -> None:

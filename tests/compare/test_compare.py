@@ -371,8 +371,10 @@ def test_doit_compare_builds_the_target_once(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stdout + first.stderr
     assert "verdict: improved" in first.stdout
     assert_valid("comparison", json.loads((tmp_path / "o" / "comparison.json").read_text()), "comparison.json")
+    assert (tmp_path / "o" / "comparison.html").is_file()
     second = run_cmd(argv, data)
     assert second.returncode == 0 and "comparison:" not in second.stdout
+    assert f"comparison up to date: {tmp_path / 'o' / 'comparison.md'}" in second.stdout  # says where it is
     again = run_cmd([*argv, "tolerance=0.5"], data)
     assert "verdict: improved" in again.stdout
     typo = run_cmd(["doit", "-f", str(dodo), "compare", f"base={base}", f"cnad={cand}"], data)

@@ -43,7 +43,7 @@ def test_a_suite_dir_suite_is_third_party_and_needs_yes(tmp_path: Path) -> None:
     suites = copy_suites(tmp_path / "suites", "core", cassettes=True)
     result = run_cmd(["lab", "ci", f"suite_dir={suites}"], tmp_path / "runs")
     assert result.returncode == 1
-    assert "yes=true" in result.stderr
+    assert "yes=true" in result.stderr and "Traceback" not in result.stderr
     assert not list((tmp_path / "runs").glob("*/*/runs"))
 
 
@@ -54,15 +54,22 @@ def test_a_suite_dir_suite_is_third_party_and_needs_yes(tmp_path: Path) -> None:
     (["suite_dir=EMPTY"], "no suite in it (expected DIR/<suite id>/suite.json)"),
     (["seed=3"], "ci: unknown key 'seed'"),
 ])
-def test_ci_refusals_are_one_line_before_any_run(tmp_path: Path, args: list[str], message: str) -> None:
+def test_ci_refusals_are_one_line_before_any_run(tmp_path: Path, args: list[str], message: str,
+                                                 monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # In-process: the entry point's refusals (a refusal as a real process: the test above).
+    from lab.cli import main
+
     copy_suites(tmp_path / "suites", "core", "holdout")
     (tmp_path / "empty").mkdir()
     (tmp_path / "cas").mkdir()
     args = [a.replace("SUITES", str(tmp_path / "suites")).replace("EMPTY", str(tmp_path / "empty"))
             .replace("CAS", str(tmp_path / "cas")) for a in args]
-    result = run_cmd(["lab", "ci", *args], tmp_path / "runs")
-    assert result.returncode == 1
-    assert message in result.stderr and "Traceback" not in result.stderr
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "runs"))
+    monkeypatch.chdir(ROOT)
+    assert main(["ci", *args]) == 1
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
     assert not list((tmp_path / "runs").glob("*/*/runs"))
 
 

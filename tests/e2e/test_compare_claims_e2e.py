@@ -15,7 +15,10 @@ CORE = ["suite=core", "provider=scripted", "tasks=[write-new-file,edit-file]"]
 
 
 @pytest.mark.slow
-def test_low_power_live_pair_is_inconclusive_and_not_admitted(tmp_path: Path) -> None:
+def test_low_power_live_pair_is_inconclusive_and_not_admitted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from lab.cli import main
+
     data = tmp_path / "runs"
     # Without the write tools every scripted run fails; with them every run passes: 0/2 -> 2/2 per task.
     weak = run_cmd(["lab", "run", *CORE, "k=2", "agent.tools=[list_dir,read_file]", f"out={tmp_path / 'base'}"],
@@ -29,9 +32,10 @@ def test_low_power_live_pair_is_inconclusive_and_not_admitted(tmp_path: Path) ->
     assert_valid("comparison", doc, "comparison.json")
     assert doc["aggregate"]["verdict"] == "inconclusive"
     assert "Verdict: inconclusive** — low power" in (tmp_path / "cmp" / "comparison.md").read_text()
-    admitted = run_cmd(["lab", "admit", str(tmp_path / "base"), str(tmp_path / "cand")], data)
-    assert admitted.returncode == 1
-    assert "aggregate verdict inconclusive: low power" in admitted.stdout
+    # In-process: `lab admit` on the same pair (its exit codes as real processes: tests/compare/test_admit.py).
+    monkeypatch.setenv("LAB_DATA_DIR", str(data))
+    assert main(["admit", str(tmp_path / "base"), str(tmp_path / "cand")]) == 1
+    assert "aggregate verdict inconclusive: low power" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -22,9 +22,14 @@ def records(data_dir: Path) -> dict[Path, int]:
     return {p: p.stat().st_mtime_ns for p in data_dir.glob("*/*/runs/*/*.json")}
 
 
-# k=3 (21 runs): the signal comes after the third run finished, so runs are still pending. Both
-# signals are checked for exit 130, nothing published and no task copy left; resuming after the
+# Three tasks, k=3 (9 runs): the signal comes after the third run finished, so runs are still pending.
+# Both signals are checked for exit 130, nothing published and no task copy left; resuming after the
 # interrupt reads the records, not the signal, so only the SIGINT case runs the eval again.
+INTERRUPTED = ["suite=smoke-coding", "provider=scripted", "tasks=[fix-default-argument,rename-symbol,add-function-docstring]",
+               "k=3"]
+PLANNED = 9
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Path, signum: int) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
@@ -32,8 +37,7 @@ def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Pa
     temp = tmp_path / "tmp"  # the process's temp root (its task copies) must be gone after the interrupt
     temp.mkdir()
     env["TMPDIR"] = str(temp)
-    proc = subprocess.Popen([str(BIN / "doit"), "eval", "suite=smoke-coding", "provider=scripted", "k=3",
-                             "progress=true"],
+    proc = subprocess.Popen([str(BIN / "doit"), "eval", *INTERRUPTED, "progress=true"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     finished = 0
@@ -49,21 +53,21 @@ def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Pa
     assert [p.name for p in temp.glob("lab-runs-*/*")] == [], "no task copy or temp root left behind"
     assert not list(tmp_path.glob("*/*/reports/*"))
     kept = records(tmp_path)
-    assert 3 <= len(kept) < 21
+    assert 3 <= len(kept) < PLANNED
     events = [json.loads(x) for x in (next(tmp_path.glob("*/*/history.jsonl"))).read_text().splitlines()]
     assert any(e["event"] == "run_cancelled" for e in events)
     if signum != signal.SIGINT:
         return
     # The same environment (TMPDIR too: the sandbox backend a command can use depends on where its
     # temp root is, and the backend is a run input).
-    again = run_script(["doit", "eval", "suite=smoke-coding", "provider=scripted", "k=3"], env=env)
+    again = run_script(["doit", "eval", *INTERRUPTED], env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     # Every kept result is reused; a run the signal caught mid-command may have ended as an
     # infrastructure error, and those run again (docs/faults.md).
     results = [p for p in kept if json.loads(p.read_text())["status"] in ("pass", "fail", "budget_exceeded")]
     assert f"{len(results)} run(s) up to date" in again.stdout, (again.stdout, [p.read_text()[:300] for p in kept])
     after = records(tmp_path)
-    assert len(after) == 21
+    assert len(after) == PLANNED
     assert all(after[p] == mtime for p, mtime in kept.items())
 
 
@@ -90,15 +94,19 @@ def _statuses(data_dir: Path) -> list[tuple[str, int, str]]:
 
 
 def test_jobs_give_the_same_report_as_one_at_a_time(tmp_path: Path) -> None:
-    one = run_cmd(["doit", "eval", "suite=core", "mode=replay", "k=2"], tmp_path / "one")
-    many = run_cmd(["doit", "eval", "suite=core", "mode=replay", "k=2", "jobs=4"], tmp_path / "many")
+    # Two tasks, k=2: four runs that jobs=4 starts at once and that finish in any order.
+    argv = ["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file,delete-file]", "k=2"]
+    one = run_cmd(argv, tmp_path / "one")
+    many = run_cmd([*argv, "jobs=4"], tmp_path / "many")
     assert one.returncode == many.returncode == 0, many.stdout + many.stderr
     assert _statuses(tmp_path / "one") == _statuses(tmp_path / "many")
-    assert len(_statuses(tmp_path / "many")) == 10
+    assert len(_statuses(tmp_path / "many")) == 4
 
 
-def test_progress_streams_versioned_events_to_stderr(tmp_path: Path) -> None:
-    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "progress=true"], tmp_path)
+def test_progress_streams_versioned_events_to_stderr_and_json_a_line_per_run_to_stdout(tmp_path: Path) -> None:
+    # One command: the event stream (stderr) and the JSON lines (stdout) are separate outputs of the same eval.
+    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file,delete-file]", "progress=true",
+                      "json=true"], tmp_path)
     assert result.returncode == 0, result.stderr
     # Events are JSON lines; a warning (e.g. the reaper's line about an earlier lab) is a plain line.
     events = [json.loads(line) for line in result.stderr.splitlines() if line.startswith("{")]
@@ -108,19 +116,14 @@ def test_progress_streams_versioned_events_to_stderr(tmp_path: Path) -> None:
         assert UTC.match(event["ts"])
         assert event["suiteId"] == "core" and len(event["configHash"]) == 64
     finished = [e for e in events if e["event"] == "run_finished"]
-    assert len(finished) == 5 and all(e["status"] == "pass" and "taskId" in e for e in finished)
-
-
-def test_json_prints_a_line_per_run_and_the_report_last(tmp_path: Path) -> None:
-    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "json=true"], tmp_path)
-    assert result.returncode == 0, result.stderr
+    assert len(finished) == 2 and all(e["status"] == "pass" and "taskId" in e for e in finished)
     lines = [json.loads(line) for line in result.stdout.splitlines()]
-    assert len(lines) == 6
-    assert all(line["status"] == "pass" for line in lines[:5])
+    assert len(lines) == 3
+    assert all(line["status"] == "pass" for line in lines[:2])
     assert lines[-1]["schemaVersion"] == 1 and lines[-1]["header"]["suiteId"] == "core"
 
 
-def test_ci_replays_every_bundled_suite(tmp_path: Path) -> None:
+def test_ci_replays_every_bundled_suite_and_counts_up_to_date_runs_per_suite(tmp_path: Path) -> None:
     result = run_cmd(["lab", "ci", f"out={tmp_path / 'out'}"], tmp_path / "runs")
     assert result.returncode == 0, result.stdout + result.stderr
     for suite in (ROOT / "suites").iterdir():
@@ -129,6 +132,11 @@ def test_ci_replays_every_bundled_suite(tmp_path: Path) -> None:
     for suite in (ROOT / "cassettes").iterdir():
         assert (tmp_path / "out" / suite.name / "report.json").exists()
         assert (tmp_path / "out" / suite.name / "report.md").exists()
+    again = run_cmd(["lab", "ci"], tmp_path / "runs")
+    assert again.returncode == 0, again.stdout + again.stderr
+    counts = sorted(int(line.split()[0]) for line in again.stdout.splitlines() if "run(s) up to date" in line)
+    recorded = sorted(len(list(d.glob("*.jsonl"))) for d in (ROOT / "cassettes").iterdir())
+    assert counts == recorded  # each suite's own count, not a running total
 
 
 def test_editing_a_tool_description_in_the_harness_fails_ci_naming_the_field(tmp_path: Path) -> None:

@@ -73,8 +73,9 @@ def test_edited_recording_diverges_with_exit_2_and_the_field(tmp_path: Path, fie
     lines = [json.loads(line) for line in victim.read_text().splitlines()]
     edit(lines[1]["request"])  # type: ignore[operator]
     victim.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    result = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay", f"cassette_dir={cassettes}"],
-                     tmp_path / "runs")
+    # The edited task alone: the divergence and its report are per task.
+    result = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay", f"tasks=[{victim.stem}]",
+                      f"cassette_dir={cassettes}"], tmp_path / "runs")
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"call 0: request differs at {field}" in result.stdout
     assert victim.stem in result.stdout
@@ -94,11 +95,13 @@ def test_lab_run_is_the_same_graph(replayed: tuple[Path, subprocess.CompletedPro
 def test_k_three_writes_three_runs_per_task_and_every_file_matches_its_schema(tmp_path: Path) -> None:
     from tests.helpers.schemas import assert_jsonl_valid, assert_valid
 
-    result = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay", "k=3"], tmp_path)
+    # Two tasks: three runs of each, every record and the report checked against their schemas.
+    result = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol,off-by-one-hidden]",
+                      "k=3"], tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     report_dir = report_of(result.stdout)
     report = json.loads((report_dir / "report.json").read_text())
-    assert report["header"]["k"] == 3
+    assert report["header"]["k"] == 3 and len(report["tasks"]) == 2
     assert all(t["runs"] == 3 for t in report["tasks"])
     assert_valid("report", report, "report.json")
     assert_jsonl_valid("run-record", report_dir / "runs.jsonl")
@@ -111,11 +114,13 @@ def test_k_three_writes_three_runs_per_task_and_every_file_matches_its_schema(tm
 
 
 def test_out_gets_the_report_also_when_it_was_up_to_date(tmp_path: Path) -> None:
-    assert run_cmd(["doit", "eval", "suite=core", "mode=replay"], tmp_path / "runs").returncode == 0
+    argv = ["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file]"]
+    assert run_cmd(argv, tmp_path / "runs").returncode == 0
     out = tmp_path / "out"
     out.mkdir()
     (out / "mine.txt").write_text("keep me")
-    again = run_cmd(["doit", "eval", "suite=core", "mode=replay", f"out={out}"], tmp_path / "runs")
+    again = run_cmd([*argv, f"out={out}"], tmp_path / "runs")
+    assert "1 run(s) up to date" in again.stdout, again.stdout
     assert again.returncode == 0, again.stdout + again.stderr
     assert {"report.json", "report.md", "runs.jsonl", "events.jsonl", "index.html", "junit.xml"} <= {
         p.name for p in out.iterdir()}

@@ -233,23 +233,3 @@ def test_bash_completion_offers_commands_groups_options_and_keys(tmp_path: Path)
     assert "agent.compaction.enabled=" in _complete(script, "lab run agent.compaction.e")
     zsh = run_cmd(["lab", "run", "--shell-completion", "shell=zsh"], tmp_path)
     assert zsh.returncode == 0 and zsh.stdout.startswith("#compdef lab")
-
-
-def test_second_doit_compare_says_up_to_date_with_the_path(tmp_path: Path) -> None:
-    first = run_cmd(["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file]"], tmp_path)
-    report = report_dir_of(first.stdout) / "report.json"
-    argv = ["doit", "compare", f"base={report}", f"cand={report}", f"out={tmp_path / 'cmp'}"]
-    made = run_cmd(argv, tmp_path)
-    assert made.returncode == 0, made.stdout + made.stderr
-    assert (tmp_path / "cmp" / "comparison.html").is_file()
-    again = run_cmd(argv, tmp_path)
-    assert again.returncode == 0
-    assert f"comparison up to date: {tmp_path / 'cmp' / 'comparison.md'}" in again.stdout
-
-
-def test_ci_counts_up_to_date_runs_per_suite(tmp_path: Path) -> None:
-    assert run_cmd(["lab", "ci"], tmp_path).returncode == 0
-    again = run_cmd(["lab", "ci"], tmp_path)
-    counts = sorted(int(line.split()[0]) for line in again.stdout.splitlines() if "run(s) up to date" in line)
-    recorded = sorted(len(list(d.glob("*.jsonl"))) for d in (ROOT / "cassettes").iterdir())
-    assert counts == recorded  # each suite's own count, not a running total

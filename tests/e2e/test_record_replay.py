@@ -15,28 +15,25 @@ from tests.helpers.schemas import assert_jsonl_valid
 pytestmark = pytest.mark.slow
 
 
-def test_re_recording_is_byte_identical(tmp_path: Path) -> None:
+def test_recording_gives_the_bundled_cassettes_and_re_recording_is_byte_identical(tmp_path: Path) -> None:
+    # Recorded over a copy of the bundled cassettes (the scripted provider's recordings), then once more.
+    # Recording into an empty cassette_dir: tests/e2e/test_ci_recorded_provider.py.
     cassettes = tmp_path / "cassettes"
+    shutil.copytree(ROOT / "cassettes" / "core", cassettes / "core")
     argv = ["doit", "record", "suite=core", "provider=scripted", f"cassette_dir={cassettes}"]
     first = run_cmd(argv, tmp_path / "runs1")
     assert first.returncode == 0, first.stdout + first.stderr
-    before = {p.name: p.read_bytes() for p in (cassettes / "core").glob("*.jsonl")}
-    assert len(before) == 5
+    assert "(5 of 5 task(s) recorded;" in first.stdout, first.stdout
+    bundled = {p.name: p.read_bytes() for p in (ROOT / "cassettes" / "core").glob("*.jsonl")}
+    assert len(bundled) == 5
+    assert {p.name: p.read_bytes() for p in (cassettes / "core").glob("*.jsonl")} == bundled
     second = run_cmd(argv, tmp_path / "runs2")
     assert second.returncode == 0, second.stdout + second.stderr
-    assert {p.name: p.read_bytes() for p in (cassettes / "core").glob("*.jsonl")} == before
+    assert "(5 of 5 task(s) recorded;" in second.stdout, second.stdout
+    assert {p.name: p.read_bytes() for p in (cassettes / "core").glob("*.jsonl")} == bundled
     for path in (cassettes / "core").glob("*.jsonl"):
         assert_jsonl_valid("cassette", path)
         assert json.loads(path.read_text().splitlines()[0])["recordedAt"].endswith("Z")
-
-
-def test_bundled_cassettes_are_what_the_scripted_provider_records(tmp_path: Path) -> None:
-    cassettes = tmp_path / "cassettes"
-    shutil.copytree(ROOT / "cassettes" / "core", cassettes / "core")
-    result = run_cmd(["doit", "record", "suite=core", "provider=scripted", f"cassette_dir={cassettes}"], tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-    for path in (ROOT / "cassettes" / "core").glob("*.jsonl"):
-        assert (cassettes / "core" / path.name).read_bytes() == path.read_bytes(), path.name
 
 
 def test_replay_never_touches_the_network(tmp_path: Path) -> None:

@@ -39,9 +39,9 @@ def cassettes(root: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((root / "smoke-coding" / "agents" / "reference").glob("*.jsonl"))}
 
 
-# The whole suite over chat completions; three of its tasks over the Responses API, replayed once
-# (same lab code past the wire, so the second API costs the test run a fraction of the agent starts).
-# The second replay and the re-recording take one task: the same code per task.
+# The whole suite recorded over chat completions; three of its tasks over the Responses API (same lab
+# code past the wire, so the second API costs the test run a fraction of the agent starts). The replays
+# take three tasks (the second one task) and the re-recording one task: the same code per task.
 SUBSET = ["fix-default-argument", "rename-symbol", "edit-respecting-hash"]
 ONE = SUBSET[:1]
 
@@ -62,10 +62,11 @@ def test_record_then_replay_twice_is_identical(tmp_path: Path, api: str, tasks: 
     expected = verdicts(tmp_path / "record")
     assert all(v[0] == "pass" for v in expected.values()), expected
     for i in range(2 if tasks is None else 1):  # replayed twice over chat completions, once over Responses
-        only = [] if i == 0 else [f"tasks=[{','.join(ONE)}]"]
-        replayed = run_cmd(["doit", "eval", "mode=replay", "k=1", *base, *only], tmp_path / f"replay{i}")
+        only = SUBSET if i == 0 else ONE
+        replayed = run_cmd(["doit", "eval", "mode=replay", "k=1", *base, f"tasks=[{','.join(only)}]"],
+                           tmp_path / f"replay{i}")
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-        assert verdicts(tmp_path / f"replay{i}") == {t: v for t, v in expected.items() if not only or t in ONE}
+        assert verdicts(tmp_path / f"replay{i}") == {t: v for t, v in expected.items() if t in only}
         # The banner and the closing header name the command agent.
         assert replayed.stdout.count("· agent reference 0.1.0 ·") == 2, replayed.stdout
     other = "responses" if api == "chat" else "chat"

@@ -85,15 +85,20 @@ def records(data: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_another_endpoint_runs_again_under_its_own_identity(
+def test_a_runtime_setting_reuses_the_runs_and_another_endpoint_runs_again(
         tmp_path: Path, servers: tuple[LocalHTTPServer, LocalHTTPServer]) -> None:
     one, two = servers
     one.handler = two.handler = answer(DONE_TEXT)
     suites, data = write_suite(tmp_path / "suites"), tmp_path / "runs"
-    code, out = lab_run(suites, data, f"provider.base_url={one.url}/v1")
-    assert code == 0, out
+    assert lab_run(suites, data, f"provider.base_url={one.url}/v1", "provider.stream=false")[0] == 0
     assert len(_calls(one)) == 1
-    code, out = lab_run(suites, data, f"provider.base_url={two.url}/v1")
+    code, out = lab_run(suites, data, f"provider.base_url={one.url}/v1", "provider.stream=true")
+    assert code == 0, out
+    assert len(_calls(one)) == 1  # reused
+    assert ("up to date: provider.stream (false -> true) is a runtime setting, not part of a run's "
+            "identity; force=true to run again") in out
+    assert len(reports(data)) == 1
+    code, out = lab_run(suites, data, f"provider.base_url={two.url}/v1", "provider.stream=false")
     assert code == 0, out
     assert len(_calls(two)) == 1, out  # executed again: another endpoint is another measured system
     assert "up to date" not in out
@@ -105,43 +110,7 @@ def test_another_endpoint_runs_again_under_its_own_identity(
     assert f"endpoint openai {two.url}/v1" in out  # the closing lines state it
 
 
-def test_a_runtime_setting_reuses_the_runs_with_a_note(
-        tmp_path: Path, servers: tuple[LocalHTTPServer, LocalHTTPServer]) -> None:
-    one, _ = servers
-    one.handler = answer(DONE_TEXT)
-    suites, data = write_suite(tmp_path / "suites"), tmp_path / "runs"
-    assert lab_run(suites, data, f"provider.base_url={one.url}/v1", "provider.stream=false")[0] == 0
-    code, out = lab_run(suites, data, f"provider.base_url={one.url}/v1", "provider.stream=true")
-    assert code == 0, out
-    assert len(_calls(one)) == 1  # reused
-    assert ("up to date: provider.stream (false -> true) is a runtime setting, not part of a run's "
-            "identity; force=true to run again") in out
-    assert len(reports(data)) == 1
-
-
-def test_a_new_suite_version_keeps_the_old_baseline(tmp_path: Path,
-                                                    servers: tuple[LocalHTTPServer, LocalHTTPServer]) -> None:
-    one, _ = servers
-    one.handler = answer(DONE_TEXT)
-    suites, data = write_suite(tmp_path / "suites"), tmp_path / "runs"
-    assert lab_run(suites, data, f"provider.base_url={one.url}/v1")[0] == 0
-    [old_dir] = data.glob("idlab/*/reports/*")
-    before = {p.relative_to(old_dir): p.read_bytes() for p in old_dir.rglob("*") if p.is_file()}
-    write_suite(tmp_path / "suites", version="1.1.0")
-    code, out = lab_run(suites, data, f"provider.base_url={one.url}/v1")
-    assert code == 0, out
-    assert len(_calls(one)) == 2  # the new version ran
-    assert {p.relative_to(old_dir): p.read_bytes() for p in old_dir.rglob("*") if p.is_file()} == before  # untouched
-    versions = sorted(str(doc["header"]["suiteVersion"]) for doc in reports(data).values())
-    assert versions == ["1.0.0", "1.1.0"]
-    assert ".v1.0.0." in old_dir.name
-    base, cand = sorted(reports(data))  # run ids: v1.0.0 sorts first
-    compared = run_cmd(["lab", "compare", base, cand], data)
-    assert compared.returncode == 3, compared.stdout + compared.stderr  # refused as before: another version
-    assert "Traceback" not in compared.stderr
-
-
-def test_a_suite_changed_without_a_version_bump_is_refused_until_overwrite(
+def test_a_suite_changed_without_a_version_bump_is_refused_until_overwrite_and_a_new_version_keeps_the_old_baseline(
         tmp_path: Path, servers: tuple[LocalHTTPServer, LocalHTTPServer]) -> None:
     one, _ = servers
     one.handler = answer(DONE_TEXT)
@@ -176,6 +145,21 @@ def test_a_suite_changed_without_a_version_bump_is_refused_until_overwrite(
     assert json.loads((store / "suite-digest.json").read_text(encoding="utf-8"))["suiteDigest"] == new_digest
     code, out = lab_run(suites, data, base)  # the replaced results are this version's now
     assert code == 0 and len(_calls(one)) == 2, out
+
+    # A new suiteVersion runs under its own store and run id; the old version's report is kept as it was.
+    before = {p.relative_to(report_dir): p.read_bytes() for p in report_dir.rglob("*") if p.is_file()}
+    write_suite(tmp_path / "suites", version="1.1.0")
+    code, out = lab_run(suites, data, base)
+    assert code == 0, out
+    assert len(_calls(one)) == 3  # the new version ran
+    assert {p.relative_to(report_dir): p.read_bytes() for p in report_dir.rglob("*") if p.is_file()} == before
+    versions = sorted(str(doc["header"]["suiteVersion"]) for doc in reports(data).values())
+    assert versions == ["1.0.0", "1.1.0"]
+    assert ".v1.0.0." in report_dir.name
+    old_id, new_id = sorted(reports(data))  # run ids: v1.0.0 sorts first
+    compared = run_cmd(["lab", "compare", old_id, new_id], data)
+    assert compared.returncode == 3, compared.stdout + compared.stderr  # refused as before: another version
+    assert "Traceback" not in compared.stderr
 
 
 def test_an_empty_completion_is_an_incident(tmp_path: Path,

@@ -1,4 +1,4 @@
-"""A variants command's reports are found by their run ids: `lab compare`, `lab export`, `lab gate`."""
+"""A variants command's JSON lines, and its reports found by their run ids: `lab compare`, `lab export`, `lab gate`."""
 
 from __future__ import annotations
 
@@ -13,27 +13,43 @@ from tests.helpers.schemas import assert_valid
 
 
 @pytest.mark.slow
-def test_variant_run_ids_work_in_compare_export_and_gate(tmp_path: Path) -> None:
-    data = tmp_path / "runs"
+def test_variants_json_lines_and_run_ids_that_work_in_compare_export_and_gate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from lab.cli import main
+
+    data, out = tmp_path / "runs", tmp_path / "cmp"
     result = run_cmd(["lab", "variants", "suite=smoke-coding", "variant=baseline,no-compaction",
-                      "provider=scripted", "k=1", "tasks=[rename-symbol]"], data)
+                      "provider=scripted", "k=1", "tasks=[rename-symbol]", "json=true", f"out={out}"], data)
     assert result.returncode == 0, result.stdout + result.stderr
+    # json=true: stdout is JSON lines only, each with a type (variant_report x2, then the comparison).
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(line["type"], line.get("variant")) for line in lines] == [
+        ("variant_report", "baseline"), ("variant_report", "no-compaction"), ("comparison", None)]
+    assert all(next(iter(line)) == "schemaVersion" for line in lines)
+    for line in lines[:2]:
+        assert_valid("report", line["report"], f"variant_report {line['variant']}")
+        assert line["report"] == json.loads((Path(line["reportDir"]) / "report.json").read_text())
+    assert_valid("comparison", lines[2]["comparison"], "comparison line")
+    assert lines[2]["comparison"] == json.loads((out / "comparison.json").read_text())
+
     ids = [json.loads(p.read_text())["header"]["runId"]
            for p in sorted(data.glob("smoke-coding/variants/*/store/*/reports/*/report.json"))]
     assert len(ids) == 2 and ids[0] != ids[1]
-    compared = run_cmd(["lab", "compare", ids[0], ids[1], "json=true"], data)
-    assert compared.returncode == 0, compared.stderr
-    doc = json.loads(compared.stdout)
-    assert_valid("comparison", doc, "lab compare stdout")
-    assert (doc["base"]["runId"], doc["cand"]["runId"]) == (ids[0], ids[1])
+    assert sorted(ids) == sorted(line["report"]["header"]["runId"] for line in lines[:2])
     bundle = tmp_path / "bundle.json"
     exported = run_cmd(["lab", "export", ids[0], f"out={bundle}"], data)
     assert exported.returncode == 0, exported.stderr
     exported_doc = json.loads(bundle.read_text())
     assert_valid("export", exported_doc, "bundle.json")
     assert exported_doc["report"]["header"]["runId"] == ids[0]
-    gated = run_cmd(["lab", "gate", ids[1], "min_pass_rate=0"], data)
-    assert gated.returncode == 0, gated.stdout + gated.stderr
+    # In-process (`lab export` above is the real process): the same entry point resolves the ids.
+    monkeypatch.setenv("LAB_DATA_DIR", str(data))
+    capsys.readouterr()
+    assert main(["compare", ids[0], ids[1], "json=true"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert_valid("comparison", doc, "lab compare stdout")
+    assert (doc["base"]["runId"], doc["cand"]["runId"]) == (ids[0], ids[1])
+    assert main(["gate", ids[1], "min_pass_rate=0"]) == 0, capsys.readouterr()
 
 
 def _report(root: Path, *parts: str) -> Path:

@@ -11,7 +11,6 @@ Commands run without a shell in the workspace with a minimal environment, like t
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import subprocess
@@ -50,8 +49,14 @@ def snapshot(root: Path) -> dict[str, str]:
 
 
 def run_argv(workspace: Path, argv: list[str], timeout_ms: int) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8",
-           "HOME": str(workspace), "PYTHONDONTWRITEBYTECODE": "1"}
+    """Run a command verifier's ``argv`` in ``workspace`` with the ``PATH`` the bwrap sandbox gives it.
+
+    The sandbox's ``PATH`` (``/usr/local/bin:/usr/bin:/bin``) finds the distribution's ``python3`` as a
+    verifier does in a run, not a version manager's shim (pyenv's is a shell script costing 0.2 s a call).
+    """
+    from lab.sandbox.bwrap import SANDBOX_PATH
+
+    env = {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8", "HOME": str(workspace), "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(argv, cwd=workspace, env=env, capture_output=True, text=True,
                           timeout=timeout_ms / 1000, check=False)
 
