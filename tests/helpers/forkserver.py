@@ -56,7 +56,7 @@ BIN = Path(sys.executable).parent
 PRELOAD = ("hydra.compose", "hydra.initialize", "hydra._internal.hydra", "hydra._internal.config_loader_impl",
            "hydra._internal.utils", "hydra.core.override_parser.overrides_parser", "doit.doit_cmd", "doit.cmd_run",
            "doit.cmd_base", "doit.loader", "jsonschema", "jinja2", "tabulate", "httpx", "rich.console",
-           "rich.progress", "yaml", "regex", "detect_secrets")
+           "rich.progress", "yaml", "regex", "detect_secrets", "scipy.stats")
 """Modules the server imports before it forks, besides every ``lab`` module: what commands import anyway."""
 
 
@@ -115,6 +115,7 @@ def _reap(block: bool) -> None:
 
 def serve(address: str) -> str:
     """Accept requests until told to stop; returns only in a forked command, with the script it must run."""
+    os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")  # numpy's BLAS: no thread pool to fork
     for name in PRELOAD:
         __import__(name)
     import lab
