@@ -119,10 +119,14 @@ def test_an_agent_gone_mid_stream_leaves_no_traceback(make_gateway: MakeGateway,
         response.start(200, {"Content-Type": "text/event-stream"}, chunked=True)
         response.write(first)
         release.wait(10)
-        for event in rest:
-            response.write(event)
-        response.end()
-        done.set()
+        try:
+            for event in rest:
+                response.write(event)
+            response.end()
+        except OSError:
+            pass  # the gateway, having met the closed agent, may close this stream before its end
+        finally:
+            done.set()
 
     provider.handler = handler
     gateway = make_gateway()
