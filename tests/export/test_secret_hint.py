@@ -44,7 +44,7 @@ def check_shape_in_text(pattern: re.Pattern[str], data: st.DataObject) -> None:
 
 
 @pytest.mark.parametrize("pattern", PATTERNS, ids=lambda p: p.pattern[:40])
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_a_text_holding_any_shape_is_scanned_in_full(pattern: re.Pattern[str], data: st.DataObject) -> None:
     check_shape_in_text(pattern, data)
@@ -60,7 +60,7 @@ def test_a_text_holding_a_shape_of_our_own_is_scanned_in_full(pattern: re.Patter
 
 
 @given(st.text(max_size=200))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 def test_any_text_scans_as_in_full(text: str) -> None:
     scanner = SecretScanner(env={})
     assert scanner.text_findings(text) == full_scan(scanner, text)

@@ -56,7 +56,7 @@ def test_the_long_answer_is_left_as_it_is_with_no_hit() -> None:
 
 # A pattern without required literals (case-insensitive ones, alternatives first) has nothing to check.
 @pytest.mark.parametrize("pattern", [p for p in PATTERNS if required_literals(p)], ids=lambda p: p.pattern[:40])
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(data=st.data())
 def test_every_match_holds_the_required_literals(pattern: re.Pattern[str], data: st.DataObject) -> None:
     text = data.draw(st.from_regex(pattern), label="text")
@@ -198,7 +198,7 @@ SHAPED = ["AKIA" + "7" * 16, "ghp_" + "Z" * 36, "sk-" + "a1" * 20, "eyJhbGciOiJI
 
 
 @given(st.lists(st.sampled_from(SHAPED), min_size=1, max_size=12))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 def test_no_character_of_a_found_secret_survives(parts: list[str]) -> None:
     scanner = SecretScanner(env={})
     text = "".join(parts)
