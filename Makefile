@@ -17,7 +17,7 @@ $(BIN)/python:
 # pip is the fallback when uv cannot be installed or fails. Both leave compiled bytecode behind
 # (uv only when asked), so no lab process recompiles its dependencies when PYTHONDONTWRITEBYTECODE is set.
 $(STAMP): pyproject.toml | $(BIN)/python
-	@echo "make: installing the lab and its dependencies into $(VENV) (first time, or pyproject.toml changed)"
+	@echo "make: installing the lab and its dependencies into $(VENV) with uv (first time, or pyproject.toml changed)"
 	@if $(BIN)/python -m pip install --quiet --disable-pip-version-check uv && \
 	    $(BIN)/uv pip install --python $(BIN)/python --index-strategy unsafe-best-match --compile-bytecode \
 	      $$($(BIN)/python tools/uv_args.py $(BIN)/python) -e '.[dev,ray]'; then :; else \
