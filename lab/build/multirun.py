@@ -66,13 +66,14 @@ def hydra_overrides(overrides: list[str]) -> list[str]:
     """
     from lab.config.overrides import expand_suite_dir, parse_override
 
-    parsed = [parse_override(o) for o in overrides]
-    sweep = next((p for p in parsed if p is not None and p.key_or_group == "suite" and p.package is None
-                  and p.is_sweep_override()), None)
-    if sweep is None:
+    parsed = [parse_override(o) for o in overrides]  # shared per text: the sweep is found by its place
+    at = next((i for i, p in enumerate(parsed) if p is not None and p.key_or_group == "suite" and p.package is None
+               and p.is_sweep_override()), None)
+    if at is None:
         return expand_suite_dir(overrides)
+    sweep: Any = parsed[at]
     values = [str(v) for v in sweep.sweep_string_iterator()]
-    others = [o for o, p in zip(overrides, parsed) if p is not sweep]
+    others = [o for i, o in enumerate(overrides) if i != at]
     expanded = [expand_suite_dir([*others, f"suite={v}"]) for v in values]
     external = [f"suite.id='{v}'" in words for v, words in zip(values, expanded)]
     if not any(external):

@@ -135,27 +135,29 @@ class _AsyncBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+_Transport = typing.TypeVar("_Transport", httpx.HTTPTransport, httpx.AsyncHTTPTransport)
+
+
+def _guard(transport: _Transport, wrapper: type[typing.Any]) -> _Transport:
+    pool = getattr(transport, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if backend is None:
+        raise TypeError(f"httpx.{type(transport).__name__} has no _pool._network_backend: "
+                        "the call deadline cannot be set")
+    if not isinstance(backend, wrapper):
+        pool._network_backend = wrapper(backend)  # type: ignore[union-attr]
+    return transport
+
+
 def guard_transport(transport: httpx.HTTPTransport) -> httpx.HTTPTransport:
     """``transport`` with its connection pool's network backend wrapped (see the module docstring).
 
     Raises:
         TypeError: httpx no longer keeps its pool where this expects (an httpx upgrade; caught by the tests).
     """
-    pool = getattr(transport, "_pool", None)
-    backend = getattr(pool, "_network_backend", None)
-    if backend is None:
-        raise TypeError("httpx.HTTPTransport has no _pool._network_backend: the call deadline cannot be set")
-    if not isinstance(backend, _Backend):
-        pool._network_backend = _Backend(backend)  # type: ignore[union-attr]
-    return transport
+    return _guard(transport, _Backend)
 
 
 def guard_async_transport(transport: httpx.AsyncHTTPTransport) -> httpx.AsyncHTTPTransport:
     """The asynchronous :func:`guard_transport`."""
-    pool = getattr(transport, "_pool", None)
-    backend = getattr(pool, "_network_backend", None)
-    if backend is None:
-        raise TypeError("httpx.AsyncHTTPTransport has no _pool._network_backend: the call deadline cannot be set")
-    if not isinstance(backend, _AsyncBackend):
-        pool._network_backend = _AsyncBackend(backend)  # type: ignore[union-attr]
-    return transport
+    return _guard(transport, _AsyncBackend)

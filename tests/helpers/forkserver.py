@@ -48,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -255,8 +256,6 @@ def _read_line(sock: socket.socket, deadline_s: float | None) -> dict[str, Any]:
 def _drain(out_fd: int, err_fd: int, input_bytes: bytes | None, in_fd: int | None,
            timeout_s: float | None) -> tuple[bytes, bytes, bool]:
     """Read both pipes to their end (and feed stdin), like ``Popen.communicate``; False when the time ran out."""
-    import time
-
     chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
     selector = selectors.DefaultSelector()
     selector.register(out_fd, selectors.EVENT_READ)
