@@ -1,6 +1,6 @@
 """A raw-socket HTTP server on 127.0.0.1 for faults no well-behaved HTTP server can send.
 
-``raw_server(fault)`` reads each request's head and hands the connection to
+``raw_server(fault)`` reads each request (head and body) and hands the connection to
 ``fault``: e.g. :func:`trickle`, which sends ``100 Continue`` answers and then
 the response headers a byte at a time.
 """
@@ -32,20 +32,40 @@ def trickle(gap_s: float, continues: int = 0, forever_continue: bool = False) ->
     return serve
 
 
+def read_request(conn: socket.socket) -> bool:
+    """Read one request's head and its ``Content-Length`` body; False when the client closed first.
+
+    The body is read too: a socket closed with unread bytes in its receive buffer ends
+    with a TCP reset rather than a FIN, and a reset that overtakes the response makes
+    the client's read fail with ``ECONNRESET`` before it sees the answer.
+    """
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return False
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")[1:]
+                   if line.split(b":", 1)[0].strip().lower() == b"content-length"), 0)
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return False
+        body += chunk
+    return True
+
+
 @contextmanager
 def raw_server(fault: Callable[[socket.socket, threading.Event], None]) -> Iterator[str]:
-    """A loopback server that reads each request's head and then runs ``fault`` on the connection."""
+    """A loopback server that reads each request (head and body) and then runs ``fault`` on the connection."""
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
 
     def handle(conn: socket.socket) -> None:
         with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                data += chunk
+            if not read_request(conn):
+                return
             try:
                 fault(conn, stop)
             except OSError:

@@ -52,6 +52,24 @@ def test_a_trickle_faster_than_the_deadline_still_answers() -> None:
     assert exchange == {"type": "json", "status": 200, "body": {}}
 
 
+def test_the_raw_server_reads_the_whole_request_before_its_fault() -> None:
+    """A socket closed with unread request bytes ends in a reset that can overtake the answer."""
+    unread: list[bytes] = []
+
+    def answer(conn: socket.socket, stop: threading.Event) -> None:
+        try:
+            unread.append(conn.recv(65536, socket.MSG_DONTWAIT))
+        except BlockingIOError:
+            pass
+        trickle(0.0)(conn, stop)
+
+    with raw_server(answer) as url:
+        big = dict(REQUEST, messages=[{"role": "user", "content": "x" * 200_000}])
+        exchange = provider(url, 5.0)._attempt(big, "sk-test-0123456789abcdef", time.monotonic() + 5.0)
+    assert exchange == {"type": "json", "status": 200, "body": {}}
+    assert unread == []
+
+
 @pytest.mark.parametrize("fault", [trickle(0.02), trickle(0.02, forever_continue=True)],
                          ids=["header-trickle", "repeated-100-continue"])
 def test_the_gateway_upstream_ends_at_its_deadline(fault: Callable[[socket.socket, threading.Event],
