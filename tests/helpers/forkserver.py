@@ -16,7 +16,8 @@ server that imported those modules once (the technique of
   reads it at run time), the report templates are compiled (jinja2 compiles
   one again when its file changed), the digests of the lab's own code are
   known (as a user's warm cache dir holds them; a test that edits the lab
-  runs a copy of it in fresh processes), and ``PYTHONHASHSEED`` is the server's.
+  runs a copy of it in fresh processes), the secret scanner's plugins are
+  imported and its patterns compiled, and ``PYTHONHASHSEED`` is the server's.
 
 One server per test worker, started on first use and stopped when the worker
 exits. Tests of the interpreter start itself (the README's quick start, the
@@ -134,6 +135,9 @@ def serve(address: str) -> str:
     report_code_digest()
     del os.environ["LAB_CACHE_DIR"]
 
+    from lab.export.secrets import SecretScanner
+
+    SecretScanner(env={})  # detect-secrets' plugins imported and the key-shape patterns compiled, once
     templates = environment()  # compiled once here; jinja2 compiles a template again when its file changes
     for name in templates.list_templates():
         templates.get_template(name)
