@@ -1,4 +1,10 @@
-"""The reference agent (a real subprocess on the openai SDK) solves a tiny task through the gateway."""
+"""The reference agent (on the openai SDK) solves a tiny task through the gateway.
+
+Its loop runs in process (``agent.main``) against a real gateway and a real stub provider on loopback, in
+the task's working directory with the environment it gets in a sandbox; what only a process shows (the
+answer written whole through a pipe before ``os._exit``, the exit status) runs the program itself, forked
+with the SDK already imported (tests/helpers/forkserver.py).
+"""
 
 from __future__ import annotations
 
@@ -10,35 +16,65 @@ from pathlib import Path
 
 import pytest
 
-import lab.agents.reference.agent
+from lab.agents.reference import agent
 from lab.gateway import Gateway, GatewayBudget, LiveUpstream, RecordedCall, RecordingUpstream, ReplayUpstream
 from lab.replay.matching import Matcher, Recording
 from lab.replay.normalise import RequestNormaliser
+from tests.helpers import forkserver
 from tests.helpers.gateway_support import REAL_KEY, TOKEN, Halts
 from tests.helpers.http_server import LocalHTTPServer
+from tests.helpers.lab_process import FRESH
 from tests.helpers.openai_stub import ScriptedStub, Turn
 
-pytestmark = pytest.mark.slow  # each test starts the agent: an interpreter importing openai
-
 MakeGateway = Callable[..., Gateway]
-AGENT = Path(lab.agents.reference.agent.__file__)
+RunAgent = Callable[..., "subprocess.CompletedProcess[str]"]
+AGENT = Path(agent.__file__)
 SCRIPT = [Turn(calls=(("write_file", {"path": "out/greeting.txt", "content": "hello\n"}),)),
           Turn(calls=(("shell", {"command": "cat out/greeting.txt"}),)),
           Turn(text="Wrote out/greeting.txt.")]
 
 
-def run_agent(gateway: Gateway, workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ["PATH"], "HOME": str(workspace), "OPENAI_BASE_URL": str(gateway.address.base_url),
-           "OPENAI_API_KEY": TOKEN}
-    return subprocess.run([sys.executable, str(AGENT), "--model", "stub-model", "--prompt", "greet", *args],
-                          cwd=workspace, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=120, check=False)
+def agent_env(gateway: Gateway, workspace: Path) -> dict[str, str]:
+    return {"PATH": os.environ["PATH"], "HOME": str(workspace), "OPENAI_BASE_URL": str(gateway.address.base_url),
+            "OPENAI_API_KEY": TOKEN}
+
+
+@pytest.fixture
+def run_agent(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> RunAgent:
+    """``agent.main`` in the workspace with the agent's environment; its exit status and output as a process's."""
+
+    def run(gateway: Gateway, workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        argv = ["--model", "stub-model", "--prompt", "greet", *args]
+        with monkeypatch.context() as patch:
+            # What the SDK and its HTTP client read besides the two variables the agent is given.
+            for name in [n for n in os.environ if n.startswith("OPENAI_") or n.lower().endswith("_proxy")]:
+                patch.delenv(name)
+            for name, value in agent_env(gateway, workspace).items():
+                patch.setenv(name, value)
+            patch.chdir(workspace)  # the shell and write_file tools work below the working directory
+            capsys.readouterr()
+            code = agent.main(argv)
+            out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, code, out, err)
+
+    return run
+
+
+def run_program(env: dict[str, str], workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The agent as a program: its own process with pipes for stdout and stderr, ended by ``exit_now``."""
+    argv = [str(AGENT), "--model", "stub-model", "--prompt", "greet", *args]
+    # The interpreter's own settings, except PYTHONUNBUFFERED: stdout stays block-buffered, as in a sandbox.
+    env = {**{k: v for k, v in os.environ.items() if k.startswith("PYTHON") and k != "PYTHONUNBUFFERED"}, **env}
+    if FRESH["processes"]:
+        return subprocess.run([sys.executable, *argv], cwd=workspace, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120, check=False)
+    return forkserver.run(argv, env=env, cwd=workspace, timeout=120)
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
 @pytest.mark.parametrize("stream", ["--stream", "--no-stream"])
 def test_it_writes_the_file_and_exits_0(make_gateway: MakeGateway, provider: LocalHTTPServer, tmp_path: Path,
-                                        api: str, stream: str) -> None:
+                                        run_agent: RunAgent, api: str, stream: str) -> None:
     stub = ScriptedStub(SCRIPT)
     provider.handler = stub
 
@@ -52,6 +88,7 @@ def test_it_writes_the_file_and_exits_0(make_gateway: MakeGateway, provider: Loc
     assert tool_output == "exit code: 0\nhello\n"
 
 
+@pytest.mark.slow
 def test_a_long_answer_is_written_whole_before_the_quick_exit(make_gateway: MakeGateway,
                                                              provider: LocalHTTPServer, tmp_path: Path) -> None:
     # The agent ends with os._exit once its output is flushed: nothing buffered may be lost on a pipe
@@ -59,13 +96,21 @@ def test_a_long_answer_is_written_whole_before_the_quick_exit(make_gateway: Make
     answer = "".join(f"line {n} of a long final answer\n" for n in range(20000))
     provider.handler = ScriptedStub([Turn(text=answer)])
 
-    result = run_agent(make_gateway(), tmp_path, "--no-stream")
+    result = run_program(agent_env(make_gateway(), tmp_path), tmp_path, "--no-stream")
 
     assert (result.returncode, result.stdout) == (0, answer + "\n"), result.stderr
 
 
+def test_its_exit_status_and_message_survive_the_quick_exit(tmp_path: Path) -> None:
+    # main's status reaches the parent through exit_now, and stderr is flushed before the quick exit.
+    result = run_program({"PATH": os.environ["PATH"], "HOME": str(tmp_path)}, tmp_path)
+
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "reference agent: OPENAI_API_KEY is not set\n"
+
+
 def test_a_refused_call_ends_it_with_a_nonzero_exit(make_gateway: MakeGateway, provider: LocalHTTPServer,
-                                                   halts: Halts, tmp_path: Path) -> None:
+                                                   halts: Halts, tmp_path: Path, run_agent: RunAgent) -> None:
     provider.handler = ScriptedStub([Turn(calls=(("shell", {"command": "true"}),))])  # never finishes
 
     result = run_agent(make_gateway(budget=GatewayBudget(max_turns=3)), tmp_path, "--api", "responses")
@@ -76,7 +121,7 @@ def test_a_refused_call_ends_it_with_a_nonzero_exit(make_gateway: MakeGateway, p
 
 
 def test_no_final_answer_within_max_turns_exits_3(make_gateway: MakeGateway, provider: LocalHTTPServer,
-                                                 tmp_path: Path) -> None:
+                                                 tmp_path: Path, run_agent: RunAgent) -> None:
     provider.handler = ScriptedStub([Turn(calls=(("shell", {"command": "true"}),))])
 
     result = run_agent(make_gateway(), tmp_path, "--max-turns", "2")
@@ -85,7 +130,7 @@ def test_no_final_answer_within_max_turns_exits_3(make_gateway: MakeGateway, pro
 
 
 def test_a_recorded_run_replays_twice_without_the_provider(make_gateway: MakeGateway, provider: LocalHTTPServer,
-                                                          tmp_path: Path) -> None:
+                                                          tmp_path: Path, run_agent: RunAgent) -> None:
     provider.handler = ScriptedStub(SCRIPT)
     recorded: list[RecordedCall] = []
     normalise = RequestNormaliser()
@@ -118,7 +163,7 @@ def raw_sse(path: str) -> Callable[..., None]:
 
 
 def test_the_answer_comes_from_the_streamed_items_when_completed_carries_none(
-        make_gateway: MakeGateway, provider: LocalHTTPServer, tmp_path: Path) -> None:
+        make_gateway: MakeGateway, provider: LocalHTTPServer, tmp_path: Path, run_agent: RunAgent) -> None:
     # response.completed with "output": [] after the text arrived in response.output_item.done
     provider.handler = raw_sse("responses_empty_output.sse")
 
@@ -130,7 +175,7 @@ def test_the_answer_comes_from_the_streamed_items_when_completed_carries_none(
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_an_empty_final_answer_is_never_claimed_and_is_an_incident(make_gateway: MakeGateway,
                                                                    provider: LocalHTTPServer, tmp_path: Path,
-                                                                   api: str) -> None:
+                                                                   run_agent: RunAgent, api: str) -> None:
     from lab.execute.gateway_verdict import gateway_incidents
 
     provider.handler = ScriptedStub([Turn(text="")])

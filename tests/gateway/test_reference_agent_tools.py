@@ -1,4 +1,4 @@
-"""The reference agent's tools and arguments, in process (its loop is tested as a subprocess)."""
+"""The reference agent's tools and arguments, in process (its loop: test_reference_agent.py)."""
 
 from __future__ import annotations
 
