@@ -56,12 +56,13 @@ def tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-SMALL_PAGE = 50
+SMALL_PAGE = 20
 """Runs per page in the equality test below: the same paging code as at :data:`RUNS_PER_PAGE`, at a
-twentieth of the records."""
+fiftieth of the records (the 41 runs of three pages hold every status, a run without usage, provider
+costs and partly reported cached tokens)."""
 
 
-@pytest.mark.parametrize("runs", [0, 1, 40, SMALL_PAGE, SMALL_PAGE + 1, 2 * SMALL_PAGE + 1])
+@pytest.mark.parametrize("runs", [0, 1, 15, SMALL_PAGE, SMALL_PAGE + 1, 2 * SMALL_PAGE + 1])
 def test_streamed_report_equals_the_in_memory_one(tmp_path: Path, runs: int, monkeypatch: pytest.MonkeyPatch) -> None:
     import lab.report.evidence as evidence
     import lab.report.html as html
@@ -69,6 +70,10 @@ def test_streamed_report_equals_the_in_memory_one(tmp_path: Path, runs: int, mon
     for module in (evidence, html):
         monkeypatch.setattr(module, "RUNS_PER_PAGE", SMALL_PAGE)
     records = records_for(runs)
+    if runs == 2 * SMALL_PAGE + 1:  # the three pages hold every kind of record a report shows differently
+        assert {r["status"] for r in records} == set(STATUSES) and any(r["usage"] is None for r in records)
+        assert any(r["usage"] and r["usage"]["cachedPartial"] for r in records)
+        assert any(r["usage"] and "providerCostUsd" in r["usage"] for r in records)
     paths = store(records, tmp_path / "runs")
     header = make_header(k=max(1, runs // 7), rates=(1.0, 4.0))
     loaded = [json.loads(p.read_text()) for p in paths]
