@@ -1,7 +1,8 @@
 """Headless Chromium for the HTML reports: the DOM it builds from a page, and screenshots of it.
 
 One browser per test process, started on first use and closed when the process exits: a start
-costs about a second of CPU, a page in the running browser a tenth of that. The tests drive it
+costs about two seconds of CPU (its helper processes included), a page in the running browser
+about a tenth of a second. The tests drive it
 over the DevTools protocol on a pipe (``--remote-debugging-pipe``: JSON messages ended by a NUL
 byte on fds 3 and 4; no port, no extra package). Every page is a cross-document load in the same
 tab (it passes through ``about:blank``), so a ``#fragment`` is honoured as on a fresh start.
@@ -45,8 +46,6 @@ def chromium() -> str:
     return browser
 
 
-def _end_with_parent() -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: never outlive the tests
 
 
 class _Browser:
@@ -60,8 +59,10 @@ class _Browser:
                 "--disable-extensions", "--disable-crash-reporter", f"--user-data-dir={Path(self.home) / 'profile'}",
                 "--remote-debugging-pipe", "about:blank"]
 
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork: the child only calls it
+
         def child_fds() -> None:
-            _end_with_parent()
+            prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the browser never outlives the tests
             os.dup2(commands_r, 3)
             os.dup2(replies_w, 4)
 
