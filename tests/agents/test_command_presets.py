@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from lab.agents.command import PLACEHOLDERS, CommandPreset, check_installed, preset_problems, render
 from lab.agents.install import agent_state, install_agent
+from lab.config.compose import EffectiveConfig
 from lab.errors import ConfigError
 from tests.helpers.composed import composed
-from tests.helpers.lab_process import run_cmd
 
 PRESETS = ["reference", "codex", "aider", "mini-swe-agent"]
 
@@ -30,12 +30,20 @@ def test_every_shipped_preset_is_valid_and_hashes_its_name_and_version(name: str
     config = composed(f"agent={name}", "provider=scripted")
     preset = CommandPreset.from_config(config.data["agent"])
     assert preset.name == name and preset.version
-    bumped = composed(f"agent={name}", "provider=scripted", "agent.version=9.9.9").config_hash()
-    assert config.config_hash() != bumped
+    if name == "reference":  # the override as a user gives it, once; for the others the same value in the data
+        bumped = composed(f"agent={name}", "provider=scripted", "agent.version=9.9.9")
+        assert bumped.data["agent"]["version"] == "9.9.9"
+    else:
+        data = copy.deepcopy(config.data)
+        data["agent"]["version"] = "9.9.9"
+        bumped = EffectiveConfig(data=data, variant=config.variant, overrides=config.overrides)
+    assert config.config_hash() != bumped.config_hash()
 
 
 def test_the_reference_preset_renders_every_placeholder() -> None:
-    preset = CommandPreset.from_config(agent_data("reference", "agent.api=responses"))
+    agent = agent_data("reference")
+    agent["api"] = "responses"  # as agent.api=responses sets it
+    preset = CommandPreset.from_config(agent)
     argv = render(preset.argv, {p: f"<{p}>" for p in PLACEHOLDERS} | {"api": "responses"})
     assert argv[argv.index("--api") + 1] == "responses" and "<prompt_file>" in argv and "<model>" in argv
 
@@ -79,7 +87,8 @@ def test_preset_mistakes_are_one_line_each(key: str, value: object, expected: st
     ("never", 0, "", False), ("stdout_pattern", 0, "all DONE", True), ("stdout_pattern", 0, "gave up", False),
 ])
 def test_claims(claim: str, code: int | None, stdout: str, claimed: bool) -> None:
-    agent = agent_data("reference", f"agent.command.claim={claim}", "agent.command.claim_pattern=DONE")
+    agent = agent_data("reference")
+    agent["command"].update(claim=claim, claim_pattern="DONE")  # as agent.command.claim=… claim_pattern=DONE set them
     assert CommandPreset.from_config(agent).claims_success(code, stdout) is claimed
 
 
@@ -121,10 +130,18 @@ def test_a_failed_install_step_is_one_line_and_leaves_it_not_installed(tmp_path:
     assert agent_state(preset, tmp_path).installed is None
 
 
-def test_lab_agents_list_and_usage(tmp_path: Path) -> None:
-    listed = run_cmd(["lab", "agents", "list"], tmp_path)
-    assert listed.returncode == 0, listed.stderr
-    rows = {line.split()[0]: line for line in listed.stdout.splitlines()[2:]}
+def test_lab_agents_list_and_usage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # In-process: `lab agents` is the handler `lab` dispatches to (its exit code is the return value).
+    from lab.cli import COMMANDS
+    from lab.cli.agents import agents
+
+    assert COMMANDS["agents"] == "lab.cli.agents:agents"
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path))
+    assert agents(["list"]) == 0
+    listed = capsys.readouterr()
+    rows = {line.split()[0]: line for line in listed.out.splitlines()[2:]}
     assert set(rows) == set(PRESETS) and "not installed" in rows["aider"] and "(lab)" in rows["reference"]
-    bad = run_cmd(["lab", "agents", "install", "nope"], tmp_path)
-    assert bad.returncode == 1 and bad.stderr.startswith("lab agents: no preset 'nope'")
+    assert agents(["install", "nope"]) == 1
+    bad = capsys.readouterr()
+    assert bad.out == "" and bad.err.startswith("lab agents: no preset 'nope'") and len(bad.err.splitlines()) == 1

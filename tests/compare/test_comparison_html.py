@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -16,25 +15,8 @@ import pytest
 
 from lab.compare.verdicts import compare_reports, write_comparison
 from lab.schemas import load_schema
+from tests.helpers.chromium import render
 from tests.helpers.reports import make_report
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def chromium() -> str:
-    """The browser; outside CI a missing one skips, in CI (CI=true) it fails the test."""
-    if CHROMIUM is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not installed; .ci/run installs it (apt-get install chromium)")
-        pytest.skip("chromium is not installed (apt-get install chromium); required under CI=true")
-    return CHROMIUM
-
-
-def browse(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    argv = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-            f"--user-data-dir={home / 'profile'}", *args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "HOME": str(home)})
 
 
 class Page(HTMLParser):
@@ -78,12 +60,11 @@ def test_chromium_renders_verdicts_and_both_intervals_per_task(comparison: tuple
     doc, out = comparison
     url = (out / "comparison.html").as_uri()
     shot = tmp_path / "shot.png"
-    result = browse(f"--screenshot={shot}", "--window-size=1000,900", url, home=tmp_path)
-    assert shot.is_file(), result.stderr
+    dom = render(url, shot, (1000, 900))
+    assert shot.is_file()
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
-    dom = browse("--dump-dom", url, home=tmp_path)
     page = Page()
-    page.feed(dom.stdout)
+    page.feed(dom)
     aggregate = [e for e in page.elements if e.get("id") == "aggregate-verdict"]
     # fell is regressed, rose improved, the mean did not move: inconclusive, and it says a task lost reliability
     assert [e["data-verdict"] for e in aggregate] == [doc["aggregate"]["verdict"]] == ["inconclusive"]
@@ -104,14 +85,14 @@ def test_chromium_draws_the_forest_plot(comparison: tuple[dict[str, Any], Path],
     doc, out = comparison
     url = (out / "comparison.html").as_uri()
     shot = tmp_path / "forest.png"
-    browse(f"--screenshot={shot}", "--window-size=1100,1000", url, home=tmp_path)
+    dom = render(url, shot, (1100, 1000))
     assert shot.is_file() and shot.stat().st_size > 10_000
     if os.environ.get("LAB_TEST_ARTIFACTS"):  # CI keeps the picture for a reviewer
         artifacts = Path(os.environ["LAB_TEST_ARTIFACTS"])
         artifacts.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, artifacts / "comparison-forest.png")
     page = Page()
-    page.feed(browse("--dump-dom", url, home=tmp_path).stdout)
+    page.feed(dom)
     forest = page.having("forest")
     assert [e["tag"] for e in forest] == ["svg"] and "forest plot" in forest[0]["aria-label"]
     rows = page.having("forest-row")

@@ -151,14 +151,14 @@ def test_the_link_from_index_html_opens_the_attempt_page_in_chromium(tmp_path: P
                     error={"kind": "verifier", "message": "verifier tests: <cannot start> & exit 127"}),
     ]
     write_report_from_files(tmp_path / "r", make_header(k=2), store(records, tmp_path / "runs"))
-    index = page(dump_dom((tmp_path / "r" / "index.html").as_uri(), tmp_path))
+    index = page(dump_dom((tmp_path / "r" / "index.html").as_uri()))
     pages = {text: href for href, text in index.links if href.endswith("/index.html")}
     assert pages == {"attempts/fix-bug/0001/": "attempts/fix-bug/0001/index.html",
                      "attempts/fix-bug/0002/": "attempts/fix-bug/0002/index.html",
                      "attempts/rename/0001/": "attempts/rename/0001/index.html"}
 
     failed = tmp_path / "r" / pages["attempts/fix-bug/0002/"]
-    dom = dump_dom(failed.as_uri(), tmp_path)
+    dom = dump_dom(failed.as_uri())
     shown = page(dom)
     assert "<title>demo 1.0.0 — fix-bug attempt 0002 (r1) — fail</title>" in dom
     facts = dict(zip(shown.cells[0::2], shown.cells[1::2], strict=False))

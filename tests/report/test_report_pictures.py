@@ -18,7 +18,7 @@ import lab.report.evidence as evidence
 from lab.report import build_report, write_report
 from lab.report.charts import nice_ticks, wall_unit
 from lab.report.distribution import RELATIVE_ACCURACY, Distribution
-from tests.helpers.chromium import dump_dom, screenshot
+from tests.helpers.chromium import dump_dom, render
 from tests.helpers.dom import Element, parse
 from tests.helpers.records import make_header, make_record
 from tests.helpers.schemas import assert_valid
@@ -148,9 +148,9 @@ def rows(svg: Element) -> dict[str, Element]:
 def test_chromium_draws_each_figure_where_report_json_puts_it(tmp_path: Path) -> None:
     doc, out = published(tmp_path, mixed_records(), k=9)
     url = (out / "index.html").as_uri()
-    shot = screenshot(url, tmp_path / "index.png", tmp_path, size=(1280, 2600))
+    shot = tmp_path / "index.png"
+    page = parse(render(url, shot, (1280, 2600)))
     assert shot.stat().st_size > 20_000  # the pictures are drawn (a blank page is a few kB)
-    page = parse(dump_dom(url, tmp_path))
     assert not page.find_all("script")
     tasks = {t["taskId"]: t for t in doc["tasks"]}
     per_px = 0.01  # coordinates are written to 0.01 px
@@ -224,7 +224,7 @@ def test_the_run_evidence_is_collapsed_per_task_and_a_link_opens_its_task(tmp_pa
     records = mixed_records()
     doc, out = published(tmp_path, records, k=9)
     target = "bravo"
-    page = parse(dump_dom((out / "index.html").as_uri() + f"#{evidence.run_anchor(target, 4)}", tmp_path))
+    page = parse(dump_dom((out / "index.html").as_uri() + f"#{evidence.run_anchor(target, 4)}"))
     groups = page.find_all("details", "task-runs")
     assert [g.attrs["data-task"] for g in groups] == [t["taskId"] for t in doc["tasks"]]
     for group, task in zip(groups, doc["tasks"], strict=True):
