@@ -6,7 +6,8 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -19,6 +20,8 @@ settings.register_profile("thorough", max_examples=300)
 settings.load_profile("default")
 
 SECRET_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY")
+ARTIFACTS = os.environ.get("LAB_TEST_ARTIFACTS")
+"""Where tests keep pictures for a reader (``.ci/run`` sets it); read here, before ``clean_env`` removes LAB_*."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -86,6 +89,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "live" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def keep_artifact() -> Callable[[Path, str], None]:
+    """``keep_artifact(path, name)`` copies a file the test made (a screenshot) to ``$LAB_TEST_ARTIFACTS/name``,
+    when that variable was set for the test run; otherwise it does nothing."""
+    def keep(path: Path, name: str) -> None:
+        if ARTIFACTS:
+            Path(ARTIFACTS).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, Path(ARTIFACTS) / name)
+    return keep
 
 
 @pytest.fixture(autouse=True)

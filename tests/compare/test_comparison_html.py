@@ -4,8 +4,7 @@ the forest plot of per-task and aggregate differences, the verdicts, p-values, p
 from __future__ import annotations
 
 import json
-import os
-import shutil
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -81,16 +80,14 @@ def _num(element: dict[str, Any], key: str) -> float:
 
 
 @pytest.mark.slow
-def test_chromium_draws_the_forest_plot(comparison: tuple[dict[str, Any], Path], tmp_path: Path) -> None:
+def test_chromium_draws_the_forest_plot(comparison: tuple[dict[str, Any], Path], tmp_path: Path,
+                                       keep_artifact: Callable[[Path, str], None]) -> None:
     doc, out = comparison
     url = (out / "comparison.html").as_uri()
     shot = tmp_path / "forest.png"
     dom = render(url, shot, (1100, 1000))
     assert shot.is_file() and shot.stat().st_size > 10_000
-    if os.environ.get("LAB_TEST_ARTIFACTS"):  # CI keeps the picture for a reviewer
-        artifacts = Path(os.environ["LAB_TEST_ARTIFACTS"])
-        artifacts.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(shot, artifacts / "comparison-forest.png")
+    keep_artifact(shot, "comparison-forest.png")  # CI keeps the picture for a reader
     page = Page()
     page.feed(dom)
     forest = page.having("forest")

@@ -7,6 +7,7 @@ import json
 import math
 import random
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,12 +146,14 @@ def rows(svg: Element) -> dict[str, Element]:
 
 
 @pytest.mark.slow
-def test_chromium_draws_each_figure_where_report_json_puts_it(tmp_path: Path) -> None:
+def test_chromium_draws_each_figure_where_report_json_puts_it(tmp_path: Path,
+                                                               keep_artifact: Callable[[Path, str], None]) -> None:
     doc, out = published(tmp_path, mixed_records(), k=9)
     url = (out / "index.html").as_uri()
     shot = tmp_path / "index.png"
     page = parse(render(url, shot, (1280, 2600)))
     assert shot.stat().st_size > 20_000  # the pictures are drawn (a blank page is a few kB)
+    keep_artifact(shot, "index.png")  # CI keeps the picture for a reader
     assert not page.find_all("script")
     tasks = {t["taskId"]: t for t in doc["tasks"]}
     per_px = 0.01  # coordinates are written to 0.01 px
