@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -238,11 +239,39 @@ def test_lab_list_rejects_a_missing_suite_dir(tmp_path: Path, capsys: pytest.Cap
     assert capsys.readouterr().err.strip() == f"config: suite_dir: {tmp_path / 'none'} is not a directory"
 
 
-def test_lab_list_marks_an_invalid_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_lab_list_marks_an_invalid_suite_and_takes_what_an_earlier_listing_loaded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from lab.cli.listing import list_suites
+    from lab.config import cache as config_cache
+    from lab.suites import cache as suite_cache
 
     write_suite(tmp_path)
-    (tmp_path / "ext" / "suite.json").write_text('{"schemaVersion": 1}')
+    write_suite(tmp_path, "broken")
+    (tmp_path / "broken" / "suite.json").write_text('{"schemaVersion": 1}')
+    composed_now: list[list[str]] = []
+    loaded_now: list[Path] = []
+    real_compose, real_load = config_cache.compose_config, suite_cache.load_suite
+
+    # Spies around the real functions (no mock): a remembered result is a call that does not happen.
+    def compose_spy(overrides: list[str], **kwargs: Any) -> Any:
+        composed_now.append(list(overrides))
+        return real_compose(overrides, **kwargs)
+
+    def load_spy(path: Path) -> Any:
+        loaded_now.append(path)
+        return real_load(path)
+
+    monkeypatch.setattr(config_cache, "compose_config", compose_spy)
+    monkeypatch.setattr(suite_cache, "load_suite", load_spy)
+    bundled = sorted(p.parent for p in paths.SUITES_DIR.glob("*/suite.json"))
     assert list_suites([f"suite_dir={tmp_path}"]) == 0
-    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("ext "))
+    first = capsys.readouterr().out
+    row = next(line for line in first.splitlines() if line.startswith("broken "))
     assert "invalid" in row and "'suiteId' is a required property" in row
+    assert composed_now == [[f"suite_dir={tmp_path}"]]
+    assert loaded_now == [*bundled, tmp_path / "broken", tmp_path / "ext"]
+    composed_now.clear()
+    loaded_now.clear()
+    assert list_suites([f"suite_dir={tmp_path}"]) == 0
+    assert capsys.readouterr().out == first
+    assert composed_now == [] and loaded_now == [tmp_path / "broken"]  # a suite that does not load: read again
