@@ -22,6 +22,7 @@ import pytest
 from lab.agents.builtin.tool import ToolContext, run_tool
 from lab.agents.builtin.tools import TOOLS
 from lab.cli.gen_stress import gen_stress
+from lab.sandbox.bwrap import SANDBOX_PATH
 from lab.sandbox.process import minimal_env
 from lab.suites.load import load_suite
 from lab.suites.stress import (
@@ -65,7 +66,8 @@ def shown_output(fixture: Path, argv: tuple[str, ...]) -> str:
 
 
 def tool_text(workspace: Path, tool: str, arguments: dict[str, Any]) -> str:
-    ctx = ToolContext(workspace=workspace.resolve(), env=minimal_env(workspace),
+    # PATH as in the bwrap sandbox: the distribution's python3 runs the fixture's scripts, as in a run.
+    ctx = ToolContext(workspace=workspace.resolve(), env=minimal_env(workspace, {"PATH": SANDBOX_PATH}),
                       output_chars=OUTPUT_CHARS, command_timeout_ms=60_000)
     result = run_tool(TOOLS[tool], arguments, ctx)
     assert result.ok, result.text
