@@ -7,7 +7,8 @@
   bytes, every instance states the walk-report rules word for word, and each rule (and the walk)
   is judged by its own verifier alone;
 - `lab gen-stress` in a real subprocess. Both suites pass live with the scripted provider in
-  tests/suites/test_expected_outcome.py (the reference run of every bundled suite).
+  tests/suites/test_expected_outcome.py (the reference run of every bundled suite; of the five
+  chain-walk-rules instances, which are checked one by one here, it runs the first).
 """
 
 from __future__ import annotations
