@@ -4,7 +4,9 @@ One row per suite: id, version, short digest, task count, cassettes recorded
 (``n/N`` or ``none``) and where it comes from (``bundled`` under the
 checkout's ``suites/``, or ``suite_dir``). A suite that does not load is
 listed as ``invalid`` with its first problem. Listing runs no suite code, so
-third-party suites need no confirmation here.
+third-party suites need no confirmation here. Like ``lab run``, it takes the
+configuration and the suites an earlier command composed and loaded when none
+of their inputs changed (:mod:`lab.config.cache`, :mod:`lab.suites.cache`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ def list_suites(overrides: list[str]) -> int:
     from tabulate import tabulate
 
     from lab import paths
-    from lab.config.compose import compose_config
+    from lab.config.cache import compose_cached
     from lab.errors import ConfigError
     from lab.suites.source import cassette_root, listed_suite_dirs
 
@@ -27,7 +29,7 @@ def list_suites(overrides: list[str]) -> int:
         print(f"lab list: expected key=value overrides, got {' '.join(bad)!r}", file=sys.stderr)
         return 1
     try:
-        config = compose_config(overrides)
+        config = compose_cached(overrides)
         found = listed_suite_dirs(config.data["suite_dir"])
     except ConfigError as exc:
         print(str(exc), file=sys.stderr)
@@ -45,10 +47,10 @@ def list_suites(overrides: list[str]) -> int:
 
 def _row(source: str, suite_dir: Path, cassettes: Path) -> tuple[object, ...]:
     from lab.errors import SuiteError
-    from lab.suites.load import load_suite
+    from lab.suites.cache import load_suite_cached
 
     try:
-        suite = load_suite(suite_dir)
+        suite = load_suite_cached(suite_dir)
     except SuiteError as exc:
         first = exc.problems[1] if len(exc.problems) > 1 else exc.problems[0]
         return (suite_dir.name, "invalid", "", "", first, source)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -29,7 +28,7 @@ from typing import Any
 import pytest
 import semver
 
-from tests.helpers.script_interpreter import SHA_REF, resolve
+from tests.helpers.script_interpreter import resolve
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "suites"
 TASK_COUNTS = {"smoke-coding": 7, "core": 5, "holdout": 4, "tool-sequences": 6}
@@ -82,8 +81,11 @@ def snapshot(root: Path) -> dict[str, str]:
 
 
 def minimal_env(workspace: Path) -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8",
-            "HOME": str(workspace), "PYTHONDONTWRITEBYTECODE": "1"}
+    """The environment of a command in the bwrap sandbox: its ``PATH`` finds the distribution's ``python3``, as
+    the suites' commands do in a run (not this interpreter, nor a version manager's slower one)."""
+    from lab.sandbox.bwrap import SANDBOX_PATH
+
+    return {"PATH": SANDBOX_PATH, "LANG": "C.UTF-8", "HOME": str(workspace), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def run_argv(workspace: Path, argv: list[str], timeout_ms: int) -> subprocess.CompletedProcess[str]:

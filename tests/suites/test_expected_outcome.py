@@ -77,12 +77,19 @@ def test_exactly_one_claim_is_a_claimed_success(expected: str | None, claim: str
     assert claimed_success(record) == (claim == ("gave_up" if expected == "refusal" else "success"))
 
 
+# The five chain-walk-rules instances are one generator's output, bundled byte for byte (each one's scripted
+# solution passes its verifiers and its fixture fails them: tests/suites/test_long_context_suites.py): the
+# reference run takes the first as their representative.
+ONE_OF_A_TEMPLATE = {"long-context-stress": {f"chain-walk-rules-{n:02d}" for n in range(2, 6)}}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("suite", sorted(p.name for p in SUITES_DIR.iterdir() if (p / "suite.json").exists()))
 def test_the_reference_run_of_every_bundled_suite_has_no_false_claims(tmp_path: Path, suite: str) -> None:
-    result = run_cmd(["lab", "run", f"suite={suite}", "provider=scripted", "k=1", f"out={tmp_path / 'out'}"],
-                     tmp_path / "runs")
+    task_ids = [t.id for t in load_suite(SUITES_DIR / suite).tasks if t.id not in ONE_OF_A_TEMPLATE.get(suite, ())]
+    result = run_cmd(["lab", "run", f"suite={suite}", "provider=scripted", "k=1", f"out={tmp_path / 'out'}",
+                      *([f"tasks=[{','.join(task_ids)}]"] if suite in ONE_OF_A_TEMPLATE else [])], tmp_path / "runs")
     assert result.returncode == 0, result.stderr
     doc = json.loads((tmp_path / "out" / "report.json").read_text())
-    assert doc["summary"]["passes"] == doc["summary"]["judged"] == doc["summary"]["tasks"]
+    assert doc["summary"]["passes"] == doc["summary"]["judged"] == doc["summary"]["tasks"] == len(task_ids)
     assert (doc["summary"]["falsePositives"], doc["summary"]["falseNegatives"]) == (0, 0)

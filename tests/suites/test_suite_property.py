@@ -21,7 +21,9 @@ from hypothesis import strategies as st
 from lab.errors import SuiteError
 from lab.suites.load import load_suite
 
-SETTINGS = settings(max_examples=80, derandomize=True, database=None, deadline=None,
+# Drawing the recursive documents costs more than loading them: each property gets the examples that fit
+# about half a second (the same ones every run).
+SETTINGS = settings(max_examples=50, derandomize=True, database=None, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 VALID: dict[str, Any] = {
@@ -99,7 +101,7 @@ def put(document: Any, location: list[Any], value: Any) -> Any:
     return document
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=40)
 @given(document=json_values)
 def test_arbitrary_documents_only_raise_suite_error(suite_dir: Path, document: Any) -> None:
     load_or_suite_error(suite_dir, document)
@@ -119,7 +121,7 @@ def test_random_paths_only_raise_suite_error(suite_dir: Path, location: list[Any
         assert any("tasks[0].fixture" in p for p in result.problems), result.problems
 
 
-@settings(SETTINGS, max_examples=50)  # over a second at 80
+@settings(SETTINGS, max_examples=30)
 @given(extra=st.dictionaries(st.sampled_from(FIELD_NAMES), json_values, min_size=1, max_size=3))
 def test_extra_verifier_fields_only_raise_suite_error(suite_dir: Path, extra: dict[str, Any]) -> None:
     document = copy.deepcopy(VALID)

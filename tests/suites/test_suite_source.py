@@ -7,18 +7,20 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lab import paths
 from lab.config.compose import compose_config
-from tests.helpers.lab_process import lab_env, run_script
 from lab.errors import ConfigError, SuiteError
+from lab.suites import source
 from lab.suites.load import load_suite
-
 from lab.suites.source import confirm_third_party, is_third_party, resolve_suite
-from tests.helpers.lab_process import BIN, ROOT
+from tests.helpers.composed import composed
+from tests.helpers.lab_process import lab_env, run_script
 
 
 def write_suite(root: Path, suite_id: str = "ext") -> Path:
@@ -45,17 +47,31 @@ def records(data_dir: Path) -> list[Path]:
     return sorted(data_dir.glob("*/*/runs/*/*.json"))
 
 
+@pytest.fixture(scope="module")
+def suites(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A suite_dir holding only the suite ``ext``, shared by the tests that read it (never changed), so
+    ``composed`` composes each override list over it once."""
+    root = tmp_path_factory.mktemp("suites")
+    write_suite(root)
+    return root
+
+
+@pytest.fixture(autouse=True)
+def nothing_confirmed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts in a process that has accepted no third-party suite (the tests share ``suites``)."""
+    monkeypatch.setattr(source, "_CONFIRMED", set())
+
+
 # --- locating a suite -----------------------------------------------------------------------
 
-def test_suite_dir_with_an_id_loads_dir_slash_id(tmp_path: Path) -> None:
-    suite_dir = write_suite(tmp_path)
-    config = compose_config([f"suite_dir={tmp_path}", "suite=ext", "yes=true"])
+def test_suite_dir_with_an_id_loads_dir_slash_id(suites: Path) -> None:
+    config = composed(f"suite_dir={suites}", "suite=ext", "yes=true")
     assert config.data["suite"] == {"id": "ext", "path": None, "k": 5}
-    assert resolve_suite(config).path == suite_dir
+    assert resolve_suite(config).path == suites / "ext"
 
 
-def test_suite_dir_falls_back_to_the_bundled_suite(tmp_path: Path) -> None:
-    config = compose_config([f"suite_dir={tmp_path}", "suite=core"])
+def test_suite_dir_falls_back_to_the_bundled_suite(suites: Path) -> None:
+    config = composed(f"suite_dir={suites}", "suite=core")
     assert resolve_suite(config).path == paths.SUITES_DIR / "core"
 
 
@@ -66,9 +82,9 @@ def test_suite_dir_shadows_a_bundled_suite_of_the_same_name(tmp_path: Path, caps
     assert f"warning: suite core ({tmp_path / 'core'}) is not a bundled suite" in capsys.readouterr().err
 
 
-def test_suite_dir_without_the_suite_names_the_missing_file(tmp_path: Path) -> None:
+def test_suite_dir_without_the_suite_names_the_missing_file(suites: Path) -> None:
     with pytest.raises(SuiteError, match=r"suite nope: .*nope/suite.json: no suite.json in this directory"):
-        resolve_suite(compose_config([f"suite_dir={tmp_path}", "suite=nope"]))
+        resolve_suite(composed(f"suite_dir={suites}", "suite=nope"))
 
 
 def test_suite_path_points_anywhere(tmp_path: Path) -> None:
@@ -93,39 +109,38 @@ def test_bundled_suites_are_not_third_party(tmp_path: Path) -> None:
 
 
 def test_a_bundled_suite_asks_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    resolve_suite(compose_config(["suite=core"]), stdin=io.StringIO(""))
+    resolve_suite(composed("suite=core"), stdin=io.StringIO(""))
     assert capsys.readouterr().err == ""
 
 
 # --- confirmation (in process, with a real pty for the terminal) -----------------------------
 
-def third_party(tmp_path: Path) -> object:
-    write_suite(tmp_path)
-    return compose_config([f"suite_dir={tmp_path}", "suite=ext"])
+def third_party(suites: Path) -> object:
+    return composed(f"suite_dir={suites}", "suite=ext")
 
 
-def test_without_a_terminal_a_third_party_suite_is_refused(tmp_path: Path) -> None:
+def test_without_a_terminal_a_third_party_suite_is_refused(suites: Path) -> None:
     err = io.StringIO()
     with pytest.raises(ConfigError, match="no terminal to confirm it; pass yes=true to run it"):
-        resolve_suite(third_party(tmp_path), stdin=io.StringIO("y\n"), stderr=err)
+        resolve_suite(third_party(suites), stdin=io.StringIO("y\n"), stderr=err)
     assert "verifier commands are code you have not reviewed" in err.getvalue()
 
 
 @pytest.mark.parametrize(("answer", "accepted"), [("y", True), ("YES", True), ("n", False), ("", False)])
-def test_on_a_terminal_the_user_decides(tmp_path: Path, answer: str, accepted: bool) -> None:
+def test_on_a_terminal_the_user_decides(suites: Path, answer: str, accepted: bool) -> None:
     main, secondary = os.openpty()
     err = io.StringIO()
     with os.fdopen(secondary, "r") as tty, os.fdopen(main, "w"):
         assert tty.isatty()
         if accepted:
-            assert resolve_suite(third_party(tmp_path), stdin=tty, stderr=err, ask=lambda: answer).id == "ext"
+            assert resolve_suite(third_party(suites), stdin=tty, stderr=err, ask=lambda: answer).id == "ext"
         else:
             with pytest.raises(ConfigError, match="not confirmed; nothing was run"):
-                resolve_suite(third_party(tmp_path), stdin=tty, stderr=err, ask=lambda: answer)
+                resolve_suite(third_party(suites), stdin=tty, stderr=err, ask=lambda: answer)
     assert "[y/N]" in err.getvalue()
 
 
-def test_end_of_input_at_the_question_is_a_no(tmp_path: Path) -> None:
+def test_end_of_input_at_the_question_is_a_no(suites: Path) -> None:
     main, secondary = os.openpty()
 
     def eof() -> str:
@@ -133,13 +148,12 @@ def test_end_of_input_at_the_question_is_a_no(tmp_path: Path) -> None:
 
     with os.fdopen(secondary, "r") as tty, os.fdopen(main, "w"):
         with pytest.raises(ConfigError, match="not confirmed"):
-            resolve_suite(third_party(tmp_path), stdin=tty, stderr=io.StringIO(), ask=eof)
+            resolve_suite(third_party(suites), stdin=tty, stderr=io.StringIO(), ask=eof)
 
 
-def test_yes_accepts_without_asking_but_still_warns(tmp_path: Path) -> None:
-    write_suite(tmp_path)
+def test_yes_accepts_without_asking_but_still_warns(suites: Path) -> None:
     err = io.StringIO()
-    config = compose_config([f"suite_dir={tmp_path}", "suite=ext", "yes=true"])
+    config = composed(f"suite_dir={suites}", "suite=ext", "yes=true")
     suite = resolve_suite(config, stderr=err, stdin=io.StringIO(""))
     assert "warning: suite ext" in err.getvalue() and "[y/N]" not in err.getvalue()
     # Accepted once, the same suite is not asked about again in this process (variants prepare it twice).
@@ -149,38 +163,53 @@ def test_yes_accepts_without_asking_but_still_warns(tmp_path: Path) -> None:
 # --- real commands -------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_doit_without_a_terminal_refuses_then_yes_runs(tmp_path: Path) -> None:
-    write_suite(tmp_path / "suites")
-    argv = ["doit", "eval", f"suite_dir={tmp_path / 'suites'}", "suite=ext", "provider=scripted", "k=1"]
-    refused = run_lab(argv, tmp_path / "runs")
+def test_doit_without_a_terminal_refuses(tmp_path: Path, suites: Path) -> None:
+    refused = run_lab(["doit", "eval", f"suite_dir={suites}", "suite=ext", "provider=scripted", "k=1"],
+                      tmp_path / "runs")
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "suite ext: " in refused.stderr and "pass yes=true to run it" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert records(tmp_path / "runs") == []
-    accepted = run_lab([*argv, "yes=true"], tmp_path / "runs")
-    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
-    assert "warning: suite ext" in accepted.stderr
-    assert len(records(tmp_path / "runs")) == 1
-    [report] = (tmp_path / "runs").glob("ext/*/reports/*/report.json")
-    header = json.loads(report.read_text())["header"]
-    assert header["suiteDigest"] == load_suite(tmp_path / "suites" / "ext").digest
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("answer", "code", "runs"), [("y", 0, 1), ("n", 1, 0)])
-def test_lab_run_on_a_real_terminal_asks(tmp_path: Path, answer: str, code: int, runs: int) -> None:
-    write_suite(tmp_path / "suites")
+def test_lab_run_on_a_real_terminal_asks_and_runs_when_confirmed(tmp_path: Path, suites: Path) -> None:
+    # yes=true runs a third-party suite without asking in real `doit record`/`doit eval` processes in
+    # tests/suites/test_third_party_cassettes.py; the answer "n" is read in-process below.
     main, secondary = os.openpty()
     try:
-        os.write(main, f"{answer}\n".encode())  # typed ahead; the terminal buffers the line
-        result = run_lab(["lab", "run", f"suite_dir={tmp_path / 'suites'}", "suite=ext", "provider=scripted", "k=1"],
+        os.write(main, b"y\n")  # typed ahead; the terminal buffers the line
+        result = run_lab(["lab", "run", f"suite_dir={suites}", "suite=ext", "provider=scripted", "k=1"],
                          tmp_path / "runs", stdin=secondary)
     finally:
         os.close(secondary)
         os.close(main)
-    assert result.returncode == code, result.stdout + result.stderr
-    assert f"Run suite ext 0.1.0 from {tmp_path / 'suites' / 'ext'}? [y/N]" in result.stderr
-    assert len(records(tmp_path / "runs")) == runs
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "warning: suite ext" in result.stderr
+    assert f"Run suite ext 0.1.0 from {suites / 'ext'}? [y/N]" in result.stderr
+    assert len(records(tmp_path / "runs")) == 1
+    [report] = (tmp_path / "runs").glob("ext/*/reports/*/report.json")
+    header = json.loads(report.read_text())["header"]
+    assert header["suiteDigest"] == load_suite(suites / "ext").digest
+
+
+def test_lab_run_on_a_terminal_answered_no_runs_nothing(tmp_path: Path, suites: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    # In-process (the entry point with a real pty as stdin): the real `lab run` on a terminal is run above.
+    from lab.cli import main as lab_main
+
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "runs"))
+    main, secondary = os.openpty()
+    with os.fdopen(secondary, "r") as tty, os.fdopen(main, "w") as keyboard:
+        keyboard.write("n\n")  # typed ahead; the terminal buffers the line
+        keyboard.flush()
+        monkeypatch.setattr(sys, "stdin", tty)
+        code = lab_main(["run", f"suite_dir={suites}", "suite=ext", "provider=scripted", "k=1"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert f"Run suite ext 0.1.0 from {suites / 'ext'}? [y/N]" in err
+    assert "not confirmed; nothing was run" in err and "Traceback" not in err
+    assert records(tmp_path / "runs") == []
 
 
 @pytest.mark.slow
@@ -210,11 +239,39 @@ def test_lab_list_rejects_a_missing_suite_dir(tmp_path: Path, capsys: pytest.Cap
     assert capsys.readouterr().err.strip() == f"config: suite_dir: {tmp_path / 'none'} is not a directory"
 
 
-def test_lab_list_marks_an_invalid_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_lab_list_marks_an_invalid_suite_and_takes_what_an_earlier_listing_loaded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     from lab.cli.listing import list_suites
+    from lab.config import cache as config_cache
+    from lab.suites import cache as suite_cache
 
     write_suite(tmp_path)
-    (tmp_path / "ext" / "suite.json").write_text('{"schemaVersion": 1}')
+    write_suite(tmp_path, "broken")
+    (tmp_path / "broken" / "suite.json").write_text('{"schemaVersion": 1}')
+    composed_now: list[list[str]] = []
+    loaded_now: list[Path] = []
+    real_compose, real_load = config_cache.compose_config, suite_cache.load_suite
+
+    # Spies around the real functions (no mock): a remembered result is a call that does not happen.
+    def compose_spy(overrides: list[str], **kwargs: Any) -> Any:
+        composed_now.append(list(overrides))
+        return real_compose(overrides, **kwargs)
+
+    def load_spy(path: Path) -> Any:
+        loaded_now.append(path)
+        return real_load(path)
+
+    monkeypatch.setattr(config_cache, "compose_config", compose_spy)
+    monkeypatch.setattr(suite_cache, "load_suite", load_spy)
+    bundled = sorted(p.parent for p in paths.SUITES_DIR.glob("*/suite.json"))
     assert list_suites([f"suite_dir={tmp_path}"]) == 0
-    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("ext "))
+    first = capsys.readouterr().out
+    row = next(line for line in first.splitlines() if line.startswith("broken "))
     assert "invalid" in row and "'suiteId' is a required property" in row
+    assert composed_now == [[f"suite_dir={tmp_path}"]]
+    assert loaded_now == [*bundled, tmp_path / "broken", tmp_path / "ext"]
+    composed_now.clear()
+    loaded_now.clear()
+    assert list_suites([f"suite_dir={tmp_path}"]) == 0
+    assert capsys.readouterr().out == first
+    assert composed_now == [] and loaded_now == [tmp_path / "broken"]  # a suite that does not load: read again
