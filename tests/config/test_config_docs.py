@@ -109,11 +109,7 @@ def test_the_default_provider_is_openai() -> None:
     assert composed().data["provider"]["name"] == "openai"
 
 
-def test_the_api_key_variable_name_is_not_hashed() -> None:
-    assert composed("provider.api_key_env=OTHER_KEY").config_hash() == base_hash()
-
-
-def test_hash_ignores_runtime_knobs_and_endpoint() -> None:
+def test_hash_ignores_runtime_knobs_the_endpoint_and_the_api_key_variable_name() -> None:
     for override in ("k=7", "seed=3", "jobs=4", "out=/tmp/report", "provider.base_url=http://127.0.0.1:9/v1",
                      "provider.api_key_env=OTHER_KEY", "progress=true"):
         assert composed(override).config_hash() == base_hash(), override
