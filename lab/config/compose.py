@@ -216,9 +216,16 @@ def _override_problems(overrides: list[str], conf_dir: Path, *, failed: Exceptio
     config of the good ones is validated too.
 
     ``failed``: the error composing all of ``overrides`` gave, taken as the
-    answer for that same list instead of composing it again."""
+    answer for that same list instead of composing it again. Without it the
+    whole list is composed first: when that works (an invalid variant checked
+    with otherwise sound overrides) one compose answers, not one per override."""
     from lab.config.overrides import describe_compose_error
 
+    if failed is None:
+        try:
+            return data_problems(_compose(overrides, conf_dir)[0])
+        except Exception as exc:  # any Hydra/OmegaConf error: find the culprits one by one below
+            failed = exc
     good: list[str] = []
     problems: list[str] = []
     data: dict[str, Any] | None = None  # the resolved config of ``good`` once one override composed

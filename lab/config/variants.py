@@ -11,6 +11,9 @@ the first run, naming the variant file and the key.
 
 from __future__ import annotations
 
+import io
+import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -39,31 +42,45 @@ def variant_problems(name: str, conf_dir: Path = CONF_DIR) -> list[str]:
         <key>: <what is wrong>``; empty when the file is valid or does not
         exist (Hydra then reports the missing option).
     """
-    from omegaconf import DictConfig, OmegaConf
-
-    known = schema_keys()
     path = variant_path(name, conf_dir)
     if not path.is_file():
         return []
     where = f"config: variant {name} ({relative_to_conf(path)})"
     try:
         text = path.read_text(encoding="utf-8")
-        node = OmegaConf.load(path)
-    except Exception as exc:  # yaml and OmegaConf raise several types; any is a broken file
+    except (OSError, UnicodeDecodeError) as exc:
         return [f"{where}: not valid YAML: {' '.join(str(exc).split())[:200]}"]
+    return list(_text_problems(where, os.path.abspath(path), text))
+
+
+@lru_cache(maxsize=64)
+def _text_problems(where: str, file: str, text: str) -> tuple[str, ...]:
+    """:func:`variant_problems` of the ``text`` of variant ``file`` (``where`` names it in each line).
+
+    Remembered per text: every compose checks the chosen variant, and parsing it costs more
+    than reading it; an edited file is another text, so it is checked again."""
+    from omegaconf import DictConfig, OmegaConf
+
+    stream = io.StringIO(text)
+    stream.name = file  # YAML's error messages name the file, as OmegaConf.load(path) does
+    try:
+        node = OmegaConf.load(stream)
+    except Exception as exc:  # yaml and OmegaConf raise several types; any is a broken file
+        return (f"{where}: not valid YAML: {' '.join(str(exc).split())[:200]}",)
     problems = []
     if "# @package _global_" not in text.splitlines()[:5]:
         problems.append(f"{where}: the first lines must say '# @package _global_' "
                         f"(keys are written from the root: agent.…, provider.model)")
     if node is None:
-        return problems
+        return tuple(problems)
     if not isinstance(node, DictConfig):
-        return problems + [f"{where}: must be a mapping of keys to values"]
+        return (*problems, f"{where}: must be a mapping of keys to values")
+    known = schema_keys()
     for key, value in flatten(OmegaConf.to_container(node, resolve=False)):
         problem = _key_problem(key, value, known)
         if problem:
             problems.append(f"{where}: {key}: {problem}")
-    return problems
+    return tuple(problems)
 
 
 def _key_problem(key: str, value: Any, known: dict[str, Any]) -> str | None:

@@ -26,6 +26,9 @@ from lab.errors import ConfigError
 from lab.paths import CONF_DIR
 from tests.helpers.lab_process import ROOT
 
+# One worker for the module: its module-scoped copies of conf/ are composed once.
+pytestmark = pytest.mark.xdist_group("config-cache")
+
 OLD_S = 1_000_000_000
 CONF_FILES = sorted(p.relative_to(CONF_DIR).as_posix() for p in CONF_DIR.rglob("*.yaml"))
 
@@ -205,14 +208,30 @@ def test_a_same_size_rewrite_with_its_mtime_put_back_composes_again(conf: Path, 
     assert len(composes) == 2
 
 
+@pytest.fixture(scope="module")
+def k4_entry(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, bytes]:
+    """A copy of conf/ and the entry remembered for ``k=4`` in it (composed once for the damage
+    tests below, each of which damages a copy of its own): (conf, entry file name, entry bytes)."""
+    root = tmp_path_factory.mktemp("k4")
+    shutil.copytree(CONF_DIR, root / "conf")
+    age(root / "conf")
+    cached(root / "conf", root, ["k=4"])
+    (entry,) = (root / "cache" / "config").glob("*.json")
+    return root / "conf", entry.name, entry.read_bytes()
+
+
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "foreign", "other overrides"])
-def test_a_corrupt_or_foreign_entry_is_composed_again(conf: Path, tmp_path: Path, misses: Callable[[], None],
-                                                       damage: str) -> None:
-    cached(conf, tmp_path, ["k=4"])
-    (entry,) = (tmp_path / "cache" / "config").glob("*.json")
-    doc = json.loads(entry.read_text(encoding="utf-8"))
+def test_a_corrupt_or_foreign_entry_is_composed_again(k4_entry: tuple[Path, str, bytes], tmp_path: Path,
+                                                       misses: Callable[[], None], damage: str) -> None:
+    conf, name, pristine = k4_entry
+    entry = tmp_path / "cache" / "config" / name
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(pristine)
+    misses()
+    assert cached(conf, tmp_path, ["k=4"]).k == 4  # the entry as written: remembered
+    doc = json.loads(pristine)
     if damage == "truncate":
-        entry.write_bytes(entry.read_bytes()[:100])
+        entry.write_bytes(pristine[:100])
     elif damage == "garbage":
         entry.write_bytes(b"\x00\xff" * 10)
     elif damage == "foreign":
@@ -220,7 +239,6 @@ def test_a_corrupt_or_foreign_entry_is_composed_again(conf: Path, tmp_path: Path
     else:
         entry.write_text(json.dumps({**doc, "ident": {**doc["ident"], "overrides": ["k=99"]},
                                      "data": {**doc["data"], "k": 99}}), encoding="utf-8")
-    misses()
     with pytest.raises(Composed):
         cached(conf, tmp_path, ["k=4"])
 

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from lab.config.compose import compose_config
 from lab.errors import ConfigError
 from lab.execute.plan import check_grants, select_tasks
 from lab.suites.source import resolve_suite
+from tests.helpers.composed import composed
 from tests.helpers.lab_process import run_cmd
 
 
 def grant_problems(*overrides: str) -> list[str]:
-    config = compose_config(["suite=smoke-coding", *overrides])
+    config = composed("suite=smoke-coding", *overrides)
     suite = resolve_suite(config)
     try:
         check_grants(select_tasks(suite, list(config.data["tasks"])), config, suite.id)

@@ -17,6 +17,9 @@ from lab.config.identity import (
 from lab.store import is_plain_name
 from tests.helpers.composed import composed
 
+# One worker for the module: the base compositions are shared by its tests.
+pytestmark = pytest.mark.xdist_group("config-identity")
+
 
 def key_of(*overrides: str) -> str:
     config = composed("suite=core", *overrides)
@@ -37,14 +40,29 @@ def test_another_endpoint_is_another_identity(change: str) -> None:
     assert key_of(*OPENAI, change) != key_of(*OPENAI)
 
 
+RUNTIME_CHANGES = ("provider.stream=false", "provider.timeout_s=5", "provider.max_retries=0",
+                   "provider.max_response_bytes=1048576", "provider.api_key_env=OTHER_KEY", "jobs=8",
+                   "+provider.headers.X-Title=lab")
+
+
+def test_runtime_settings_and_credentials_are_not_identity() -> None:
+    """All of them at once (none names the endpoint), each seen to take effect."""
+    config = composed("suite=core", *OPENAI, *RUNTIME_CHANGES)
+    base = composed("suite=core", *OPENAI)
+    changed = {key: value for key, value in runtime_settings(config.data).items()
+               if value != runtime_settings(base.data)[key]}
+    assert changed == {"provider.stream": False, "provider.timeout_s": 5.0, "provider.max_retries": 0,
+                       "provider.max_response_bytes": 1048576, "jobs": 8}
+    assert config.data["provider"]["api_key_env"] == "OTHER_KEY"
+    assert config.data["provider"]["headers"] == {"X-Title": "lab"}
+    assert key_of(*OPENAI, *RUNTIME_CHANGES) == key_of(*OPENAI)
+
+
 @pytest.mark.parametrize("change", [
-    "provider.stream=false", "provider.timeout_s=5", "provider.max_retries=0",
-    "provider.max_response_bytes=1048576", "provider.api_key_env=OTHER_KEY", "jobs=8",
-    "+provider.headers.X-Title=lab",
     "provider.base_url=http://127.0.0.1:18080/v1/",                 # a trailing slash
     "provider.base_url='http://127.0.0.1:18080/v1?x=1#f'",  # query, fragment (credentials are refused)
 ])
-def test_runtime_settings_and_credentials_are_not_identity(change: str) -> None:
+def test_the_spelling_of_the_same_endpoint_is_not_identity(change: str) -> None:
     assert key_of(*OPENAI, change) == key_of(*OPENAI)
 
 

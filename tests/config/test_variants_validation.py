@@ -9,10 +9,13 @@ import pytest
 
 from lab.config.compose import compose_config
 from lab.config.schema import is_measured_key
-from lab.config.variants import all_variant_problems, flatten, variant_problems
+from lab.config.variants import all_variant_problems, flatten
 from lab.errors import ConfigError
 from lab.paths import CONF_DIR
 from tests.helpers.composed import composed
+
+# One worker for the module: the bad variant below is composed once for all of its cases.
+pytestmark = pytest.mark.xdist_group("config-variants")
 
 HEADER = "# @package _global_\n"
 
@@ -28,23 +31,18 @@ def add_variant(conf: Path, name: str, text: str) -> None:
     (conf / "variant" / f"{name}.yaml").write_text(text, encoding="utf-8")
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in (CONF_DIR / "variant").glob("*.yaml")))
-def test_every_shipped_variant_is_valid_and_composes(name: str) -> None:
-    assert variant_problems(name) == []
-    assert composed(f"variant={name}").variant == name
-
-
-def test_all_shipped_variants_at_once() -> None:
+def test_all_shipped_variants_are_valid() -> None:
+    """Each also composes as its own choice: tests/config/test_config.py::test_every_group_option_composes."""
     assert all_variant_problems() == {p.stem: [] for p in (CONF_DIR / "variant").glob("*.yaml")}
 
 
 def test_a_measured_variant_changes_the_hash(conf: Path) -> None:
     add_variant(conf, "terse", HEADER + "agent:\n  max_output_tokens: 256\nprovider:\n  model: other\n")
-    base = compose_config([], conf_dir=conf).config_hash()
+    base = composed().config_hash()  # conf is a copy of conf/ (and terse.yaml): its baseline composes the same
     assert compose_config(["variant=terse"], conf_dir=conf).config_hash() != base
 
 
-@pytest.mark.parametrize(("body", "key", "why"), [
+BAD_KEYS = [
     ("provider:\n  base_url: http://127.0.0.1:9/v1\n", "provider.base_url", "not a measured-config key"),
     ("provider:\n  name: openai\n", "provider.name", "not a measured-config key"),
     ("provider:\n  api_key_env: OTHER_KEY\n", "provider.api_key_env", "not a measured-config key"),
@@ -57,13 +55,30 @@ def test_a_measured_variant_changes_the_hash(conf: Path) -> None:
     ("agent:\n  nope: 1\n", "agent.nope", "unknown key"),
     ("defaults:\n  - override /provider: openai\n", "defaults", "may not have a defaults list"),
     ("agent:\n  system_prompt: ${oc.env:HOME}\n", "agent.system_prompt", "interpolations"),
-])
-def test_a_bad_variant_is_rejected_naming_file_and_key(conf: Path, body: str, key: str, why: str) -> None:
-    add_variant(conf, "bad", HEADER + body)
+]
+
+
+@pytest.fixture(scope="module")
+def bad_variant(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """One variant holding every bad key of :data:`BAD_KEYS` (each is checked on its own), composed once:
+    its file and the error lines."""
+    from omegaconf import OmegaConf
+
+    conf = tmp_path_factory.mktemp("bad-variant") / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    body = OmegaConf.merge(*(OmegaConf.create(text) for text, _, _ in BAD_KEYS))
+    add_variant(conf, "bad", HEADER + OmegaConf.to_yaml(body))
     with pytest.raises(ConfigError) as info:
         compose_config(["variant=bad"], conf_dir=conf)
-    lines = str(info.value).splitlines()
-    prefix = f"config: variant bad ({conf / 'variant' / 'bad.yaml'}): {key}: "
+    return conf / "variant" / "bad.yaml", str(info.value).splitlines()
+
+
+@pytest.mark.parametrize(("body", "key", "why"), BAD_KEYS)
+def test_a_bad_variant_is_rejected_naming_file_and_key(bad_variant: tuple[Path, list[str]], body: str, key: str,
+                                                       why: str) -> None:
+    path, lines = bad_variant
+    assert len(lines) == len(BAD_KEYS), lines  # one line per bad key, nothing else
+    prefix = f"config: variant bad ({path}): {key}: "
     assert any(line.startswith(prefix) and why in line for line in lines), lines
 
 
