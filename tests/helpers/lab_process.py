@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.helpers import forkserver
 
@@ -39,6 +40,17 @@ def run_script(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT, 
                               input=input, stdin=subprocess.DEVNULL if input is None and stdin is None else stdin,
                               timeout=timeout_s, check=False)
     return forkserver.run(argv, env=env, cwd=cwd, timeout=timeout_s, input=input, stdin=stdin)
+
+
+def start_script(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT) -> Any:
+    """Start the virtualenv's console script ``argv[0]`` and return at once: a ``subprocess.Popen`` with
+    ``stdout=PIPE, stderr=PIPE, text=True`` and stdin ``/dev/null``, or what behaves as one
+    (:class:`tests.helpers.forkserver.Started`): ``pid``, ``stdout``, ``stderr``, ``send_signal``, ``kill``,
+    ``wait``, ``communicate``, ``returncode``."""
+    if FRESH["processes"]:
+        return subprocess.Popen([str(BIN / argv[0]), *argv[1:]], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    return forkserver.start(argv, env=env, cwd=cwd)
 
 
 def run_cmd(argv: list[str], data_dir: Path, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
