@@ -106,7 +106,15 @@ def assert_one_line(result: subprocess.CompletedProcess[str], code: int, *words:
 
 # 1. A run that failed for infrastructure reasons is not a result: the next command runs it again.
 
-def test_refused_runs_execute_again_once_the_provider_answers(tmp_path: Path, stub: Stub) -> None:
+def test_missing_credentials_then_refused_runs_execute_again_once_the_provider_answers(tmp_path: Path,
+                                                                                        stub: Stub) -> None:
+    # No key: nothing is called. With the key, the refused runs are errors; once the provider answers, the
+    # same command runs them again, and then they are up to date.
+    missing = lab(live_args(stub), tmp_path)
+    assert missing.returncode == 1, missing.stdout + missing.stderr
+    assert stub.calls == 0
+    assert "LAB_TEST_KEY" in missing.stdout
+
     first = lab(live_args(stub), tmp_path, LAB_TEST_KEY="sk-test")
     assert first.returncode == 1, first.stdout + first.stderr  # infrastructure errors: exit 1
     assert stub.calls == 2
@@ -124,18 +132,6 @@ def test_refused_runs_execute_again_once_the_provider_answers(tmp_path: Path, st
     third = lab(live_args(stub), tmp_path, LAB_TEST_KEY="sk-test")
     assert "2 run(s) up to date" in third.stdout
     assert stub.calls == 4
-
-
-def test_missing_credentials_then_set_runs_again(tmp_path: Path, stub: Stub) -> None:
-    stub.up.set()
-    first = lab(live_args(stub), tmp_path)
-    assert first.returncode == 1, first.stdout + first.stderr
-    assert stub.calls == 0
-    assert "LAB_TEST_KEY" in first.stdout
-    second = lab(live_args(stub), tmp_path, LAB_TEST_KEY="sk-test")
-    assert stub.calls == 2
-    assert [r["status"] for r in assert_report_matches_records(tmp_path)["runs"]] == ["fail", "fail"]  # type: ignore[index]
-    assert second.returncode == 0
 
 
 # 2. doit's own parallel flag runs the runs in threads; its process pool is refused in one line.
