@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
-from tests.helpers.lab_process import BIN, ROOT, run_cmd, run_script, start_script
+from tests.helpers.lab_process import run_cmd, run_script, start_script
 from tests.helpers.schemas import assert_jsonl_valid, assert_valid
 
 pytestmark = pytest.mark.slow
@@ -220,10 +220,7 @@ MOUNT_SKIP = can_mount()
 
 def in_namespace(script: str, data: Path, exe: str, *args: str) -> subprocess.CompletedProcess[str]:
     """Run ``script`` (mount commands) then the command, in a private mount namespace."""
-    command = " ".join([str(BIN / exe), "run" if exe == "lab" else "eval", *args])
-    return subprocess.run(["unshare", "-m", "sh", "-c", f"{script} && exec {command}"], cwd=ROOT,
-                          env=run_env(data), capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=300, check=False)
+    return run_script([exe, "run" if exe == "lab" else "eval", *args], env=run_env(data), mounts=script)
 
 
 @pytest.mark.skipif(MOUNT_SKIP is not None, reason=str(MOUNT_SKIP))

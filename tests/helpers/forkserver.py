@@ -100,8 +100,27 @@ def _become_command(request: dict[str, Any], fds: list[int]) -> str:
     os.environ.clear()
     os.environ.update(request["env"])
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    if request.get("mounts"):
+        _private_mounts(str(request["mounts"]))
     sys.argv = list(request["argv"])
     return str(request["script"])
+
+
+CLONE_NEWNS = 0x00020000
+
+
+def _private_mounts(script: str) -> None:
+    """Move this process into a mount namespace of its own (as ``unshare -m`` does: every mount private),
+    then run the shell ``script`` there (its mounts); on failure say why on stderr and exit 1."""
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWNS) != 0:
+        print(f"forkserver: unshare: {os.strerror(ctypes.get_errno())}", file=sys.stderr, flush=True)
+        os._exit(1)
+    for argv in (["mount", "--make-rprivate", "/"], ["sh", "-c", script]):
+        if subprocess.run(argv, stdin=subprocess.DEVNULL, check=False).returncode != 0:
+            print(f"forkserver: {' '.join(argv)} failed", file=sys.stderr, flush=True)
+            os._exit(1)
 
 
 def _reap(block: bool) -> None:
@@ -304,21 +323,25 @@ def _drain(out_fd: int, err_fd: int, input_bytes: bytes | None, in_fd: int | Non
 
 
 def run(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT, timeout: float | None = 300,
-        input: str | None = None, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
+        input: str | None = None, stdin: int | None = None, mounts: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``.venv/bin/<argv[0]>`` with ``argv[1:]`` as ``subprocess.run(…, capture_output=True, text=True)``.
 
     ``argv[0]`` names a console script of the virtualenv (``lab``, ``doit``), or
     is the absolute path of a Python script. A command whose ``PYTHON*``
     variables differ from the server's starts as a fresh interpreter.
     stdin is ``/dev/null`` unless ``input`` is given, or ``stdin`` (a file
-    descriptor, e.g. a pty's, which stays open here). Raises
-    ``subprocess.TimeoutExpired`` after killing the command when ``timeout``
-    seconds pass, as ``subprocess.run`` does.
+    descriptor, e.g. a pty's, which stays open here). ``mounts``: a shell
+    script the command's process runs first in a mount namespace of its own
+    (as ``unshare -m sh -c 'MOUNTS && exec COMMAND'``; needs the right to
+    mount). Raises ``subprocess.TimeoutExpired`` after killing the command
+    when ``timeout`` seconds pass, as ``subprocess.run`` does.
     """
     script = BIN / argv[0]  # an absolute path stays as it is
     if not script.is_file():
         raise FileNotFoundError(script)
     if _interpreter_settings(env) != _interpreter_settings(_SERVER_ENV):  # only a fresh interpreter honours them
+        if mounts:
+            raise ValueError("run: mounts= with PYTHON* settings other than the server's")
         return subprocess.run([sys.executable, str(script), *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True,
                               input=input, stdin=subprocess.DEVNULL if input is None and stdin is None else stdin,
                               timeout=timeout, check=False)
@@ -330,7 +353,7 @@ def run(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT, timeout
         in_r, in_w = os.open(os.devnull, os.O_RDONLY), None
     else:
         in_r, in_w = os.pipe()
-    request = {"argv": [str(script), *argv[1:]], "script": str(script), "env": env, "cwd": str(cwd)}
+    request = {"argv": [str(script), *argv[1:]], "script": str(script), "env": env, "cwd": str(cwd), "mounts": mounts}
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(_get_server().address)
         try:
