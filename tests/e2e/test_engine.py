@@ -56,9 +56,9 @@ def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Pa
     assert any(e["event"] == "run_cancelled" for e in events)
     if signum != signal.SIGINT:
         return
-    # The same environment (TMPDIR too: the sandbox backend a command can use depends on where its
-    # temp root is, and the backend is a run input).
-    again = run_script(["doit", "eval", *INTERRUPTED], env=env)
+    # The same command in the same environment (TMPDIR too: the sandbox backend a command can use depends
+    # on where its temp root is, and the backend is a run input).
+    again = run_script(["doit", "eval", *INTERRUPTED, "progress=true"], env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     # Every kept result is reused; a run the signal caught mid-command may have ended as an
     # infrastructure error, and those run again (docs/faults.md).
@@ -130,7 +130,9 @@ def test_ci_replays_every_bundled_suite_and_counts_up_to_date_runs_per_suite(tmp
     for suite in (ROOT / "cassettes").iterdir():
         assert (tmp_path / "out" / suite.name / "report.json").exists()
         assert (tmp_path / "out" / suite.name / "report.md").exists()
-    again = run_cmd(["lab", "ci"], tmp_path / "runs")
+    # The same command again (its configuration remembered; that out= leaves the runs up to date:
+    # tests/e2e/test_eval_replay.py::test_out_gets_the_report_also_when_it_was_up_to_date).
+    again = run_cmd(["lab", "ci", f"out={tmp_path / 'out'}"], tmp_path / "runs")
     assert again.returncode == 0, again.stdout + again.stderr
     counts = sorted(int(line.split()[0]) for line in again.stdout.splitlines() if "run(s) up to date" in line)
     recorded = sorted(len(list(d.glob("*.jsonl"))) for d in (ROOT / "cassettes").iterdir())
