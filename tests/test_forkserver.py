@@ -55,8 +55,8 @@ def test_a_started_command_is_read_while_it_runs_and_takes_signals(tmp_path: Pat
     import signal
 
     script = tmp_path / "waiter"
-    script.write_text("import signal, sys\nprint('ready', flush=True)\nprint('to stderr', file=sys.stderr)\n"
-                      "signal.signal(signal.SIGINT, lambda *_: sys.exit(7))\nsignal.pause()\n")
+    script.write_text("import signal, sys\nsignal.signal(signal.SIGINT, lambda *_: sys.exit(7))\n"
+                      "print('to stderr', file=sys.stderr)\nprint('ready', flush=True)\nsignal.pause()\n")
     started = forkserver.start([str(script)], env=lab_env(tmp_path), cwd=tmp_path)
     assert started.stdout.readline() == "ready\n"  # before the command ended
     assert started.returncode is None and started.pid != os.getpid()

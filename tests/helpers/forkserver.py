@@ -58,7 +58,7 @@ BIN = Path(sys.executable).parent
 PRELOAD = ("hydra.compose", "hydra.initialize", "hydra._internal.hydra", "hydra._internal.config_loader_impl",
            "hydra._internal.utils", "hydra.core.override_parser.overrides_parser", "doit.doit_cmd", "doit.cmd_run",
            "doit.cmd_base", "doit.loader", "jsonschema", "jinja2", "tabulate", "httpx", "rich.console",
-           "rich.progress", "yaml", "regex", "detect_secrets", "scipy.stats")
+           "rich.progress", "yaml", "regex", "detect_secrets", "scipy.stats", "tomllib")
 """Modules the server imports before it forks, besides every ``lab`` module: what commands import anyway."""
 
 
@@ -160,6 +160,10 @@ def serve(address: str) -> str:
     from lab.config.compose import compose_config
 
     compose_config(["suite=core", "provider=scripted", "k=2", r"agent.system_prompt='a \${x} b'"])
+    # detect-secrets loads its plugins (and compiles their patterns) on first use: every saved config is scanned.
+    from lab.export.secrets import find_secrets
+
+    find_secrets({"text": "sk-proj-0123456789abcdefABCDEF0123456789abcd"}, env={})
 
     templates = environment()  # compiled once here; jinja2 compiles a template again when its file changes
     for name in templates.list_templates():
