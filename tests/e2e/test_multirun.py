@@ -58,9 +58,10 @@ def test_multirun_writes_one_report_per_job(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_joblib_multirun_writes_one_report_per_job_each_output_in_one_piece(tmp_path: Path) -> None:
-    # One task of the suite: the jobs, their reports and their output are what is checked.
+    # One task of the suite: the jobs, their reports and their output are what is checked. Two workers for the
+    # two jobs (joblib's default is one per core, each a fresh interpreter that imports the lab).
     result = run_cmd(["lab", "run", "-m", "suite=core", "mode=replay", "tasks=[edit-file]", "k=1,2",
-                      "hydra/launcher=joblib"], tmp_path)
+                      "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     reports = sorted(p.parent.name for p in tmp_path.glob("core/*/reports/*/report.json"))
     assert [r.rsplit(".", 3)[1:3] for r in reports] == [["k1", "s0"], ["k2", "s0"]]  # then the task selection
