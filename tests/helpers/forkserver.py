@@ -277,7 +277,7 @@ def _read_line(sock: socket.socket, deadline_s: float | None) -> dict[str, Any]:
     sock.settimeout(deadline_s)
     data = b""
     while not data.endswith(b"\n"):
-        more = sock.recv(4096)
+        more = sock.recv(1)  # a byte at a time: the status line may follow the pid line at once
         if not more:
             raise RuntimeError("forkserver: the supervisor ended without a status")
         data += more
