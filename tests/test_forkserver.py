@@ -49,3 +49,18 @@ def test_a_command_with_other_interpreter_settings_starts_fresh(tmp_path: Path) 
     script.write_text("import probe_module\nprint(probe_module.WHERE)\n")
     env = lab_env(tmp_path, PYTHONPATH=str(tmp_path / "shadow"))
     assert forkserver.run([str(script)], env=env).stdout == "shadow\n"  # PYTHONPATH is read as Python starts
+
+
+def test_a_started_command_is_read_while_it_runs_and_takes_signals(tmp_path: Path) -> None:
+    import signal
+
+    script = tmp_path / "waiter"
+    script.write_text("import signal, sys\nsignal.signal(signal.SIGINT, lambda *_: sys.exit(7))\n"
+                      "print('to stderr', file=sys.stderr)\nprint('ready', flush=True)\nsignal.pause()\n")
+    started = forkserver.start([str(script)], env=lab_env(tmp_path), cwd=tmp_path)
+    assert started.stdout.readline() == "ready\n"  # before the command ended
+    assert started.returncode is None and started.pid != os.getpid()
+    started.send_signal(signal.SIGINT)
+    out, err = started.communicate(timeout=60)
+    assert (started.returncode, out, err) == (7, "", "to stderr\n")
+    started.kill()  # once it ended: nothing is sent

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.lab_process import BIN, ROOT, run_cmd, run_script
+from tests.helpers.lab_process import BIN, ROOT, run_cmd, run_script, start_script
 
 pytestmark = pytest.mark.slow
 UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -37,9 +37,7 @@ def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Pa
     temp = tmp_path / "tmp"  # the process's temp root (its task copies) must be gone after the interrupt
     temp.mkdir()
     env["TMPDIR"] = str(temp)
-    proc = subprocess.Popen([str(BIN / "doit"), "eval", *INTERRUPTED, "progress=true"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
+    proc = start_script(["doit", "eval", *INTERRUPTED, "progress=true"], env=env)
     finished = 0
     for line in proc.stderr:  # lifecycle events arrive as the runs finish (warnings are plain lines)
         if line.startswith("{") and json.loads(line)["event"] == "run_finished":
@@ -58,9 +56,9 @@ def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Pa
     assert any(e["event"] == "run_cancelled" for e in events)
     if signum != signal.SIGINT:
         return
-    # The same environment (TMPDIR too: the sandbox backend a command can use depends on where its
-    # temp root is, and the backend is a run input).
-    again = run_script(["doit", "eval", *INTERRUPTED], env=env)
+    # The same command in the same environment (TMPDIR too: the sandbox backend a command can use depends
+    # on where its temp root is, and the backend is a run input).
+    again = run_script(["doit", "eval", *INTERRUPTED, "progress=true"], env=env)
     assert again.returncode == 0, again.stdout + again.stderr
     # Every kept result is reused; a run the signal caught mid-command may have ended as an
     # infrastructure error, and those run again (docs/faults.md).
@@ -132,7 +130,9 @@ def test_ci_replays_every_bundled_suite_and_counts_up_to_date_runs_per_suite(tmp
     for suite in (ROOT / "cassettes").iterdir():
         assert (tmp_path / "out" / suite.name / "report.json").exists()
         assert (tmp_path / "out" / suite.name / "report.md").exists()
-    again = run_cmd(["lab", "ci"], tmp_path / "runs")
+    # The same command again (its configuration remembered; that out= leaves the runs up to date:
+    # tests/e2e/test_eval_replay.py::test_out_gets_the_report_also_when_it_was_up_to_date).
+    again = run_cmd(["lab", "ci", f"out={tmp_path / 'out'}"], tmp_path / "runs")
     assert again.returncode == 0, again.stdout + again.stderr
     counts = sorted(int(line.split()[0]) for line in again.stdout.splitlines() if "run(s) up to date" in line)
     recorded = sorted(len(list(d.glob("*.jsonl"))) for d in (ROOT / "cassettes").iterdir())
@@ -140,9 +140,11 @@ def test_ci_replays_every_bundled_suite_and_counts_up_to_date_runs_per_suite(tmp
 
 
 def test_editing_a_tool_description_in_the_harness_fails_ci_naming_the_field(tmp_path: Path) -> None:
+    # A fresh interpreter on a copy of the checkout (the fork server's lab is the unedited one). The copy keeps
+    # the bytecode cache: Python compiles again only the edited file, whose size and time no longer match.
     copy = tmp_path / "checkout"
     for name in ("lab", "conf", "suites", "cassettes"):
-        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / name, copy / name)
     shutil.copy(ROOT / "dodo.py", copy / "dodo.py")
     tools = copy / "lab" / "agents" / "builtin" / "tools.py"
     text = tools.read_text()
@@ -151,7 +153,8 @@ def test_editing_a_tool_description_in_the_harness_fails_ci_naming_the_field(tmp
     tools.write_text(edited)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
     env["LAB_DATA_DIR"] = str(tmp_path / "runs")
-    result = subprocess.run([str(BIN / "python"), "-m", "doit", "ci"], cwd=copy, env=env,
+    # One suite's replays: every recorded request carries the tool descriptions.
+    result = subprocess.run([str(BIN / "python"), "-m", "doit", "ci", "suite=core"], cwd=copy, env=env,
                             capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "tools[read_file].description" in result.stdout

@@ -60,25 +60,31 @@ def test_unknown_key_is_one_clear_line(tmp_path: Path) -> None:
     assert len(output.splitlines()) == 1
 
 
-@pytest.mark.parametrize(("field", "edit"), [
-    ("messages[1].content", lambda req: req["messages"][1].update(content=req["messages"][1]["content"] + " Also.")),
-    ("tools[read_file].description",
-     lambda req: next(t for t in req["tools"] if t["function"]["name"] == "read_file")["function"].update(
-         description="Reads a file.")),
-])
-def test_edited_recording_diverges_with_exit_2_and_the_field(tmp_path: Path, field: str, edit: object) -> None:
+EDITS = {
+    "messages[1].content": lambda req: req["messages"][1].update(content=req["messages"][1]["content"] + " Also."),
+    "tools[read_file].description": lambda req: next(
+        t for t in req["tools"] if t["function"]["name"] == "read_file")["function"].update(description="Reads a file."),
+}
+
+
+def test_edited_recording_diverges_with_exit_2_and_the_field(tmp_path: Path) -> None:
+    # Two tasks, each with its own edited recording: the divergence and its report are per task.
     cassettes = tmp_path / "cassettes"
     shutil.copytree(ROOT / "cassettes" / "smoke-coding", cassettes / "smoke-coding")
-    victim = sorted((cassettes / "smoke-coding").glob("*.jsonl"))[0]
-    lines = [json.loads(line) for line in victim.read_text().splitlines()]
-    edit(lines[1]["request"])  # type: ignore[operator]
-    victim.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    # The edited task alone: the divergence and its report are per task.
-    result = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay", f"tasks=[{victim.stem}]",
-                      f"cassette_dir={cassettes}"], tmp_path / "runs")
+    victims = dict(zip(EDITS, sorted((cassettes / "smoke-coding").glob("*.jsonl"))[:2]))
+    for field, victim in victims.items():
+        lines = [json.loads(line) for line in victim.read_text().splitlines()]
+        EDITS[field](lines[1]["request"])
+        victim.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay",
+                      f"tasks=[{','.join(v.stem for v in victims.values())}]", f"cassette_dir={cassettes}"],
+                     tmp_path / "runs")
     assert result.returncode == 2, result.stdout + result.stderr
-    assert f"call 0: request differs at {field}" in result.stdout
-    assert victim.stem in result.stdout
+    for field, victim in victims.items():
+        assert f"call 0: request differs at {field}" in result.stdout
+        assert victim.stem in result.stdout
+        assert any(victim.stem in line and f"call 0: request differs at {field}" in line
+                   for line in result.stdout.splitlines()), (field, result.stdout)
     assert "report: " in result.stdout
 
 
@@ -113,38 +119,42 @@ def test_k_three_writes_three_runs_per_task_and_every_file_matches_its_schema(tm
         assert_jsonl_valid("cassette", cassette)
 
 
-def test_out_gets_the_report_also_when_it_was_up_to_date(tmp_path: Path) -> None:
-    argv = ["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file]"]
-    assert run_cmd(argv, tmp_path / "runs").returncode == 0
+def test_out_gets_the_report_also_when_it_was_up_to_date(
+        replayed: tuple[Path, subprocess.CompletedProcess[str]], tmp_path: Path) -> None:
+    data, first = replayed
+    assert first.returncode == 0
+    runs = len(records_of(data))
     out = tmp_path / "out"
     out.mkdir()
     (out / "mine.txt").write_text("keep me")
-    again = run_cmd([*argv, f"out={out}"], tmp_path / "runs")
-    assert "1 run(s) up to date" in again.stdout, again.stdout
+    again = run_cmd(["doit", "eval", "suite=smoke-coding", "mode=replay", f"out={out}"], data)
+    assert f"{runs} run(s) up to date" in again.stdout, again.stdout
     assert again.returncode == 0, again.stdout + again.stderr
     assert {"report.json", "report.md", "runs.jsonl", "events.jsonl", "index.html", "junit.xml"} <= {
         p.name for p in out.iterdir()}
     assert (out / "mine.txt").read_text() == "keep me"
 
 
-@pytest.mark.parametrize("below", ["", "reports/latest"])
-def test_out_that_cannot_be_a_directory_is_refused_before_any_run(tmp_path: Path, below: str) -> None:
+def test_out_that_cannot_be_a_directory_is_refused_before_any_run(tmp_path: Path) -> None:
     blocker = tmp_path / "file.txt"
     blocker.write_text("x")
-    target = blocker / below if below else blocker
-    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", f"out={target}"], tmp_path / "runs")
+    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", f"out={blocker}"], tmp_path / "runs")
     assert result.returncode == 1
-    assert result.stderr.strip() == (f"config: out: cannot write the report to {target}: "
+    assert result.stderr.strip() == (f"config: out: cannot write the report to {blocker}: "
                                      f"{blocker} is not a directory")
     made = [p for p in (tmp_path / "runs").rglob("*.json") if ".cache" not in p.parts]  # .cache: what it remembers
     assert not made, "no run was made"
 
 
-def test_out_where_no_directory_can_be_made_is_refused_before_any_run(tmp_path: Path) -> None:
-    # /proc is a directory that passes os.access even for root, yet refuses every new entry.
-    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "out=/proc/lab-no-such-dir"], tmp_path / "runs")
-    assert result.returncode == 1
-    assert result.stderr.strip().startswith("config: out: cannot write the report to /proc/lab-no-such-dir: "
-                                            "/proc is not writable (")
-    made = [p for p in (tmp_path / "runs").rglob("*.json") if ".cache" not in p.parts]
-    assert not made, "no run was made"
+def test_why_out_cannot_be_a_directory(tmp_path: Path) -> None:
+    # In-process: the reason the command above prints after "cannot write the report to OUT: ", for a path
+    # below a file and for /proc, a directory that passes os.access even for root, yet refuses every new entry.
+    from lab.files import unwritable_dir_reason
+
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    assert unwritable_dir_reason(blocker) == unwritable_dir_reason(blocker / "reports" / "latest") == \
+        f"{blocker} is not a directory"
+    assert unwritable_dir_reason(Path("/proc/lab-no-such-dir")).startswith("/proc is not writable (")  # type: ignore[union-attr]
+    assert unwritable_dir_reason(tmp_path / "new" / "dir") is None
+    assert not (tmp_path / "new").exists()

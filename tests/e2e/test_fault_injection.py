@@ -14,11 +14,12 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
-from tests.helpers.lab_process import BIN, ROOT, run_cmd, run_script
+from tests.helpers.lab_process import run_cmd, run_script, start_script
 from tests.helpers.schemas import assert_jsonl_valid, assert_valid
 
 pytestmark = pytest.mark.slow
@@ -105,7 +106,15 @@ def assert_one_line(result: subprocess.CompletedProcess[str], code: int, *words:
 
 # 1. A run that failed for infrastructure reasons is not a result: the next command runs it again.
 
-def test_refused_runs_execute_again_once_the_provider_answers(tmp_path: Path, stub: Stub) -> None:
+def test_missing_credentials_then_refused_runs_execute_again_once_the_provider_answers(tmp_path: Path,
+                                                                                        stub: Stub) -> None:
+    # No key: nothing is called. With the key, the refused runs are errors; once the provider answers, the
+    # same command runs them again, and then they are up to date.
+    missing = lab(live_args(stub), tmp_path)
+    assert missing.returncode == 1, missing.stdout + missing.stderr
+    assert stub.calls == 0
+    assert "LAB_TEST_KEY" in missing.stdout
+
     first = lab(live_args(stub), tmp_path, LAB_TEST_KEY="sk-test")
     assert first.returncode == 1, first.stdout + first.stderr  # infrastructure errors: exit 1
     assert stub.calls == 2
@@ -125,18 +134,6 @@ def test_refused_runs_execute_again_once_the_provider_answers(tmp_path: Path, st
     assert stub.calls == 4
 
 
-def test_missing_credentials_then_set_runs_again(tmp_path: Path, stub: Stub) -> None:
-    stub.up.set()
-    first = lab(live_args(stub), tmp_path)
-    assert first.returncode == 1, first.stdout + first.stderr
-    assert stub.calls == 0
-    assert "LAB_TEST_KEY" in first.stdout
-    second = lab(live_args(stub), tmp_path, LAB_TEST_KEY="sk-test")
-    assert stub.calls == 2
-    assert [r["status"] for r in assert_report_matches_records(tmp_path)["runs"]] == ["fail", "fail"]  # type: ignore[index]
-    assert second.returncode == 0
-
-
 # 2. doit's own parallel flag runs the runs in threads; its process pool is refused in one line.
 
 def test_doit_n_2_runs_in_threads_and_finishes(tmp_path: Path) -> None:
@@ -147,11 +144,26 @@ def test_doit_n_2_runs_in_threads_and_finishes(tmp_path: Path) -> None:
     assert len(assert_report_matches_records(tmp_path)["runs"]) == 5  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("flags", [["-P", "process"], ["--parallel-type=process"]])
-def test_doit_process_pool_is_refused_in_one_line(tmp_path: Path, flags: list[str]) -> None:
-    result = run_cmd(["doit", "-n", "2", *flags, "eval", "suite=core", "mode=replay"], tmp_path, timeout_s=60)
+PROCESS_POOL_FLAGS = [["-P", "process"], ["--parallel-type=process"], ["-Pprocess"], ["--parallel-type", "process"]]
+
+
+def test_doit_process_pool_is_refused_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    # One real `doit` process; every spelling of the flag in-process, where dodo.py reads doit's command line.
+    from lab.build.cmdline import doit_config
+
+    result = run_cmd(["doit", "-n", "2", "-P", "process", "eval", "suite=core", "mode=replay"], tmp_path, timeout_s=60)
     assert_one_line(result, 1, "jobs=N", "-n N")
     assert not record_files(tmp_path)
+    monkeypatch.setenv("LAB_DATA_DIR", str(tmp_path / "in-process"))
+    for flags in PROCESS_POOL_FLAGS:
+        monkeypatch.setattr("sys.argv", ["doit", "-n", "2", *flags, "eval", "suite=core", "mode=replay"])
+        with pytest.raises(SystemExit) as exited:
+            doit_config()
+        assert exited.value.code == 1, flags
+        err = capsys.readouterr().err
+        assert_one_line(subprocess.CompletedProcess([], 1, "", err), 1, "jobs=N", "-n N")
+    assert not (tmp_path / "in-process").exists()  # refused before the data dir is even made
 
 
 # 5. Faults of the disk and of the data directory: one line, exit 1, under `lab` and `doit`.
@@ -162,12 +174,30 @@ def data_dir_cases(tmp_path: Path) -> dict[str, Path]:
     return {"file": a_file, "under-a-file": a_file / "runs", "proc": Path("/proc/nope")}
 
 
-@pytest.mark.parametrize("case", ["file", "under-a-file", "proc"])
-@pytest.mark.parametrize("exe", ["lab", "doit"])
-def test_unusable_data_dir_is_one_line_and_exit_1(tmp_path: Path, case: str, exe: str) -> None:
+@pytest.mark.parametrize(("exe", "case"), [("lab", "under-a-file"), ("doit", "proc")])
+def test_unusable_data_dir_is_one_line_and_exit_1(tmp_path: Path, exe: str, case: str) -> None:
+    # One real process under each command; every case under both commands in-process below.
     data = data_dir_cases(tmp_path)[case]
     result = lab(["suite=core", "mode=replay"], data, exe=exe)
     assert_one_line(result, 1, f"data dir {data}")
+
+
+@pytest.mark.parametrize("case", ["file", "under-a-file", "proc"])
+def test_unusable_data_dir_is_one_line_and_exit_1_in_process(tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """What `lab run` and `doit eval` (dodo.py's doit_config) print for each unusable data dir, in-process."""
+    from lab.build.cmdline import doit_config
+    from lab.cli import main
+
+    data = data_dir_cases(tmp_path)[case]
+    monkeypatch.setenv("LAB_DATA_DIR", str(data))
+    under_lab = main(["run", "suite=core", "mode=replay"])
+    assert_one_line(subprocess.CompletedProcess([], under_lab, "", capsys.readouterr().err), 1, f"data dir {data}")
+    monkeypatch.setattr("sys.argv", ["doit", "eval", "suite=core", "mode=replay"])
+    with pytest.raises(SystemExit) as exited:
+        doit_config()
+    assert_one_line(subprocess.CompletedProcess([], exited.value.code, "", capsys.readouterr().err), 1,
+                    f"doit: data dir {data}")
 
 
 def test_unusable_data_dir_under_a_multirun_is_one_line(tmp_path: Path) -> None:
@@ -190,10 +220,7 @@ MOUNT_SKIP = can_mount()
 
 def in_namespace(script: str, data: Path, exe: str, *args: str) -> subprocess.CompletedProcess[str]:
     """Run ``script`` (mount commands) then the command, in a private mount namespace."""
-    command = " ".join([str(BIN / exe), "run" if exe == "lab" else "eval", *args])
-    return subprocess.run(["unshare", "-m", "sh", "-c", f"{script} && exec {command}"], cwd=ROOT,
-                          env=run_env(data), capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=300, check=False)
+    return run_script([exe, "run" if exe == "lab" else "eval", *args], env=run_env(data), mounts=script)
 
 
 @pytest.mark.skipif(MOUNT_SKIP is not None, reason=str(MOUNT_SKIP))
@@ -267,9 +294,9 @@ class Gate:
         response.send_json(200, ANSWER)
 
 
-def start(args: list[str], data_dir: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen([str(BIN / "lab"), "run", *args], cwd=ROOT, env=run_env(data_dir, LAB_TEST_KEY="k"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+def start(args: list[str], data_dir: Path) -> Any:
+    """`lab run ARGS` started and left running (a Popen-like object, tests/helpers/lab_process.py)."""
+    return start_script(["lab", "run", *args], env=run_env(data_dir, LAB_TEST_KEY="k"))
 
 
 def test_two_identical_evals_at_once_execute_each_run_once(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -209,8 +208,9 @@ def test_version_info_and_python_dash_m(tmp_path: Path) -> None:
     from importlib.metadata import version
 
     assert run_cmd(["lab", "--version"], tmp_path).stdout.strip() == f"lab (reliability-lab) {version('reliability-lab')}"
-    module = subprocess.run([sys.executable, "-m", "lab", "list"], cwd=tmp_path, capture_output=True, text=True,
-                            check=False, timeout=60)
+    # lab/__main__.py, what `python -m lab` runs, forked (tests/execute/test_executor_seam.py starts
+    # `python -m lab` itself as a fresh interpreter).
+    module = run_script([str(ROOT / "lab" / "__main__.py"), "list"], env=os.environ.copy(), cwd=tmp_path, timeout_s=60)
     assert module.returncode == 0 and "smoke-coding" in module.stdout
     info = run_cmd(["lab", "run", "--info"], tmp_path)
     assert info.returncode == 0 and f"results:   {tmp_path}" in info.stdout

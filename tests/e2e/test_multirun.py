@@ -11,6 +11,7 @@ import pytest
 from lab.build.multirun import EXIT_FILE, combinations, sweep_code
 from lab.errors import ConfigError
 from tests.helpers.lab_process import ROOT, run_cmd
+from tests.suites.test_suite_source import write_suite
 
 
 def test_sweeps_expand_into_every_combination() -> None:
@@ -26,11 +27,41 @@ def test_unparseable_sweep_is_a_config_error() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("launcher", [[], ["hydra/launcher=joblib"]], ids=["basic", "joblib"])
-def test_multirun_writes_one_report_per_job(tmp_path: Path, launcher: list[str]) -> None:
-    # One task of the suite: the jobs, their reports and their output are what is checked.
-    result = run_cmd(["lab", "run", "-m", "suite=core", "mode=replay", "tasks=[edit-file]", "k=1,2", *launcher],
-                     tmp_path)
+def test_multirun_writes_one_report_per_job(tmp_path: Path) -> None:
+    # The basic launcher over a suite_dir suite with an escaped interpolation in a value: one report per job,
+    # each job's output after its header, every job composed as `lab run` composes the same overrides (the
+    # suite found in suite_dir, the text kept literal), so `lab run … k=2` finds the k=2 job's runs up to date.
+    write_suite(tmp_path / "suites")
+    prompt = r"agent.system_prompt='Answer. \${not_an_interpolation}'"
+    argv = [f"suite_dir={tmp_path / 'suites'}", "suite=ext", "provider=scripted", "yes=true", prompt]
+    data = tmp_path / "runs"
+    result = run_cmd(["lab", "run", "-m", *argv, "k=1,2"], data)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Could not find" not in result.stderr
+    reports = sorted(p.parent.name for p in data.glob("ext/*/reports/*/report.json"))
+    assert [r.rsplit(".", 2)[1:] for r in reports] == [["k1", "s0"], ["k2", "s0"]]
+    assert not (ROOT / "multirun.yaml").exists()
+    blocks = result.stdout.split("multirun: job ")[1:]
+    headers = sorted(block.splitlines()[0] for block in blocks)
+    assert headers == [f"{n} of 2: suite_dir={tmp_path / 'suites'} suite=external suite.id='ext' provider=scripted "
+                       rf"yes=True agent.system_prompt='Answer. \${{not_an_interpolation}}' k={n}" for n in (1, 2)]
+    for block in blocks:
+        k = block.splitlines()[0][-1]
+        assert [line for line in block.splitlines() if line.startswith(("eval ext", "report: "))] == [
+            f"eval ext 0.1.0 · live · scripted/scripted · k={k} · {int(k)} run(s) · results in {data}",
+            f"report: {next(data.glob(f'ext/*/reports/*.k{k}.s0/report.md'))}"]
+    single = run_cmd(["lab", "run", *argv, "k=2"], data)
+    assert single.returncode == 0 and "2 run(s) up to date" in single.stdout, single.stdout + single.stderr
+    [config] = list(data.glob("ext/*/config.json"))
+    assert json.loads(config.read_text())["config"]["agent"]["system_prompt"] == "Answer. ${not_an_interpolation}"
+
+
+@pytest.mark.slow
+def test_joblib_multirun_writes_one_report_per_job_each_output_in_one_piece(tmp_path: Path) -> None:
+    # One task of the suite: the jobs, their reports and their output are what is checked. Two workers for the
+    # two jobs (joblib's default is one per core, each a fresh interpreter that imports the lab).
+    result = run_cmd(["lab", "run", "-m", "suite=core", "mode=replay", "tasks=[edit-file]", "k=1,2",
+                      "hydra/launcher=joblib", "hydra.launcher.n_jobs=2"], tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     reports = sorted(p.parent.name for p in tmp_path.glob("core/*/reports/*/report.json"))
     assert [r.rsplit(".", 3)[1:3] for r in reports] == [["k1", "s0"], ["k2", "s0"]]  # then the task selection
@@ -77,17 +108,6 @@ def test_the_sweep_code_is_the_worst_job_code_and_a_missing_one_fails(tmp_path: 
 
 
 SMOKE = ["suite=smoke-coding", "provider=scripted", "tasks=[fix-default-argument]"]
-
-
-@pytest.mark.slow
-def test_a_sweep_keeps_an_escaped_interpolation_literal_as_a_single_run_does(tmp_path: Path) -> None:
-    prompt = r"agent.system_prompt='Answer. \${not_an_interpolation}'"
-    swept = run_cmd(["lab", "run", "-m", *SMOKE, prompt, "k=1,2"], tmp_path)
-    assert swept.returncode == 0, swept.stdout + swept.stderr
-    single = run_cmd(["lab", "run", *SMOKE, prompt, "k=2"], tmp_path)
-    assert single.returncode == 0 and "2 run(s) up to date" in single.stdout, single.stdout + single.stderr
-    [config] = list(tmp_path.glob("smoke-coding/*/config.json"))
-    assert json.loads(config.read_text())["config"]["agent"]["system_prompt"] == "Answer. ${not_an_interpolation}"
 
 
 @pytest.mark.slow

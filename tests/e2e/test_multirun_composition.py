@@ -10,7 +10,6 @@ from omegaconf import OmegaConf
 from lab.build.multirun import combinations, hydra_overrides, job_overrides
 from lab.config.compose import compose_config
 from lab.errors import ConfigError
-from tests.helpers.lab_process import run_cmd
 from tests.suites.test_suite_source import write_suite
 
 
@@ -61,12 +60,5 @@ def test_a_suite_sweep_under_suite_dir(tmp_path: Path) -> None:
         hydra_overrides([f"suite_dir={tmp_path / 'suites'}", "suite=ext,core"])
 
 
-@pytest.mark.slow
-def test_lab_run_m_with_suite_dir_runs_through_hydra(tmp_path: Path) -> None:
-    write_suite(tmp_path / "suites")
-    argv = [f"suite_dir={tmp_path / 'suites'}", "suite=ext", "provider=scripted", "yes=true"]
-    swept = run_cmd(["lab", "run", "-m", *argv, "k=1,2"], tmp_path / "runs")
-    assert swept.returncode == 0, swept.stdout + swept.stderr
-    assert "Could not find" not in swept.stderr
-    single = run_cmd(["lab", "run", *argv, "k=2"], tmp_path / "runs")
-    assert "2 run(s) up to date" in single.stdout  # the sweep's k=2 job made exactly these runs
+# `lab run -m` with suite_dir through the real process (Hydra's own composition of each job, then the
+# single `lab run` finding the job's runs up to date): tests/e2e/test_multirun.py::test_multirun_writes_one_report_per_job.

@@ -46,53 +46,43 @@ def test_replay_never_touches_the_network(tmp_path: Path) -> None:
     assert report["summary"]["passes"] == 5
 
 
-def test_replay_with_other_grants_than_the_recording_is_refused(tmp_path: Path) -> None:
-    cassettes = tmp_path / "cassettes"
-    shutil.copytree(ROOT / "cassettes" / "core", cassettes / "core")
-    path = cassettes / "core" / "edit-file.jsonl"
-    lines = path.read_text().splitlines()
-    header = json.loads(lines[0])
-    header["policy"]["allow"] = ["external", "process", "write"]  # recorded with grants this run lacks
-    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
-    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file]", f"cassette_dir={cassettes}"],
-                     tmp_path / "runs")
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "replay needs the recording's grants" in result.stdout
-    assert "edit-file.jsonl" in result.stdout
-
-
-def test_a_different_config_hash_warns_once_per_cassette(tmp_path: Path) -> None:
-    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file]",
-                      "agent.limits.command_timeout_ms=59000"], tmp_path)
+def test_a_different_config_hash_warns_once_per_cassette_and_keep_prints_and_keeps_the_workspace(tmp_path: Path) -> None:
+    # One replay with a changed setting and keep=true: the cassette's warning and the kept workspace.
+    argv = ["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file]", "agent.limits.command_timeout_ms=59000",
+            "keep=true"]
+    result = run_cmd(argv, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
     assert result.stderr.count("warning:") == 1
     assert "recorded with config" in result.stderr
     # The warning names the banner's own hash too (replay mode), beside the record-mode one it compares.
     banner_hash = re.search(r"· config ([0-9a-f]{12}) ·", result.stdout)
     assert banner_hash and f"(the banner's config {banner_hash[1]} is the same settings in replay mode)" \
         in result.stderr, result.stdout + result.stderr
-
-
-def test_keep_prints_and_keeps_the_workspace(tmp_path: Path) -> None:
-    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file]", "keep=true"], tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
     line = next(ln for ln in result.stdout.splitlines() if "workspace kept at" in ln)
     kept = Path(line.split("workspace kept at ", 1)[1].strip())
     assert kept.is_dir() and (kept / "check.py").exists()
     assert kept.is_relative_to(tmp_path)
     # Again: the run is up to date, nothing runs, and the console says how to keep a workspace anyway.
-    again = run_cmd(["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file]", "keep=true"], tmp_path)
+    again = run_cmd(argv, tmp_path)
     assert again.returncode == 0 and "workspace kept at" not in again.stdout, again.stdout + again.stderr
     assert "1 run(s) up to date, not executed again; keep=true keeps the workspaces of executed runs only " \
            "(add force=true to run them again)" in again.stdout
 
 
-def test_a_cassette_of_another_task_is_refused(tmp_path: Path) -> None:
+def test_a_cassette_recorded_with_other_grants_or_of_another_task_is_refused(tmp_path: Path) -> None:
     cassettes = tmp_path / "cassettes"
     shutil.copytree(ROOT / "cassettes" / "core", cassettes / "core")
     shutil.copy(cassettes / "core" / "edit-file.jsonl", cassettes / "core" / "delete-file.jsonl")
-    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "tasks=[delete-file]", f"cassette_dir={cassettes}"],
-                     tmp_path / "runs")
+    path = cassettes / "core" / "edit-file.jsonl"
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["policy"]["allow"] = ["external", "process", "write"]  # recorded with grants this run lacks
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    result = run_cmd(["doit", "eval", "suite=core", "mode=replay", "tasks=[edit-file,delete-file]",
+                      f"cassette_dir={cassettes}"], tmp_path / "runs")
     assert result.returncode == 1, result.stdout + result.stderr
+    [grants] = [ln for ln in result.stdout.splitlines() if ln.startswith("error: task edit-file")]
+    assert "replay needs the recording's grants" in grants and "edit-file.jsonl" in grants
     assert "header taskId is 'edit-file', expected 'delete-file'" in result.stdout
 
 

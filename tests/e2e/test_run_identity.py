@@ -62,8 +62,8 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, "sk-identity-test-0123456789")
 
 
-def lab_run(suites: Path, data: Path, *overrides: str) -> tuple[int, str]:
-    result = run_cmd(["lab", "run", f"suite_dir={suites}", "suite=idlab", "yes=true", "k=1",
+def lab_run(suites: Path, data: Path, *overrides: str, k: int = 1) -> tuple[int, str]:
+    result = run_cmd(["lab", "run", f"suite_dir={suites}", "suite=idlab", "yes=true", f"k={k}",
                       "provider=openai", "preflight=false", f"provider.api_key_env={KEY_ENV}", "provider.model=m", *overrides], data)
     assert "Traceback" not in result.stderr, result.stderr
     return result.returncode, result.stdout + result.stderr
@@ -162,41 +162,41 @@ def test_a_suite_changed_without_a_version_bump_is_refused_until_overwrite_and_a
     assert "Traceback" not in compared.stderr
 
 
-def test_an_empty_completion_is_an_incident(tmp_path: Path,
-                                            servers: tuple[LocalHTTPServer, LocalHTTPServer]) -> None:
-    one, _ = servers
-    one.handler = answer(Completion(content=None, finish_reason="stop", usage=Usage(input_tokens=3, output_tokens=0)))
-    suites, data = write_suite(tmp_path / "suites"), tmp_path / "runs"
-    code, out = lab_run(suites, data, f"provider.base_url={one.url}/v1", "provider.stream=true")
-    assert code == 0, out
-    [doc] = reports(data).values()
-    [run] = records(data)
-    assert [i["kind"] for i in run["incidents"]] == ["empty_response"]  # type: ignore[attr-defined]
-    assert run["status"] == "pass"  # the verifiers decide; the incident is counted beside
-    assert doc["summary"]["emptyResponses"] == 1  # type: ignore[index]
-
-
-def test_a_mid_stream_overload_is_retried_and_counted(tmp_path: Path,
-                                                      servers: tuple[LocalHTTPServer, LocalHTTPServer]) -> None:
+def test_an_empty_completion_is_an_incident_and_a_mid_stream_overload_is_retried_and_counted(
+        tmp_path: Path, servers: tuple[LocalHTTPServer, LocalHTTPServer]) -> None:
+    # Two runs one after the other: the first call is cut by an overload error mid-stream and retried (a
+    # good answer), every later call is an empty completion.
     one, _ = servers
     good = answer(DONE_TEXT)
+    empty = answer(Completion(content=None, finish_reason="stop", usage=Usage(input_tokens=3, output_tokens=0)))
 
     def handler(request: Request, response: Response) -> None:
-        if len(_calls(one)) == 1:
+        calls = len(_calls(one))
+        if calls == 1:
             body = (b'data: {"id":"c0","object":"chat.completion.chunk","choices":[{"index":0,"delta":'
                     b'{"role":"assistant","content":"Wor"}}]}\n\n'
                     b'data: {"error":{"message":"Overloaded","type":"overloaded_error"}}\n\n')
             response.send(200, body, content_type="text/event-stream")
-        else:
+        elif calls == 2:
             good(request, response)
+        else:
+            empty(request, response)
     one.handler = handler
     suites, data = write_suite(tmp_path / "suites"), tmp_path / "runs"
-    code, out = lab_run(suites, data, f"provider.base_url={one.url}/v1", "provider.stream=true")
+    code, out = lab_run(suites, data, f"provider.base_url={one.url}/v1", "provider.stream=true", "jobs=1", k=2)
     assert code == 0, out
-    [run] = records(data)
-    assert run["status"] == "pass"
-    assert run["retries"] == 1
-    [retry] = [e for e in run["events"] if e["type"] == "retry"]
+    [doc] = reports(data).values()
+    runs = records(data)
+    assert len(runs) == 2
+    [overloaded] = [r for r in runs if r["retries"]]
+    [run] = [r for r in runs if r is not overloaded]
+    assert [i["kind"] for i in run["incidents"]] == ["empty_response"]  # type: ignore[attr-defined]
+    assert run["status"] == "pass"  # the verifiers decide; the incident is counted beside
+    assert doc["summary"]["emptyResponses"] == 1  # type: ignore[index]
+    assert overloaded["status"] == "pass"
+    assert overloaded["retries"] == 1
+    assert not overloaded["incidents"]
+    [retry] = [e for e in overloaded["events"] if e["type"] == "retry"]  # type: ignore[attr-defined]
     assert retry["cause"] == "server" and "Overloaded (type overloaded_error)" in retry["reason"]
 
 

@@ -74,26 +74,35 @@ def gone(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] == "Z"
 
 
-def test_fresh_uuid_and_timestamp_still_match_on_replay(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
+    """The probe suite and one recorded run of its 'fresh' mode (a new uuid and timestamp in every request),
+    shared by the tests that replay that recording: (directory of the suites and cassettes, suites, record)."""
+    tmp_path = tmp_path_factory.mktemp("recorded")
     suites = probe_suite(tmp_path)
-    recorded = run_once(overrides(tmp_path, suites, "fresh", "mode=record"))
+    return tmp_path, suites, run_once(overrides(tmp_path, suites, "fresh", "mode=record"))
+
+
+def test_fresh_uuid_and_timestamp_still_match_on_replay(recorded: tuple[Path, Path, dict[str, Any]]) -> None:
+    tmp_path, suites, record = recorded
     # The probe exits 0 without fixing the task: a claimed success the verifiers refute (a false positive).
-    assert (recorded["status"], recorded["claim"]) == ("fail", "success"), recorded["error"]
+    assert (record["status"], record["claim"]) == ("fail", "success"), record["error"]
+    assert record["error"] is None
     cassette = (tmp_path / "cassettes" / "smoke-coding" / "agents" / "probe" / f"{TASK}.jsonl").read_text()
     assert "<uuid>" in cassette and "<datetime>" in cassette  # the volatile values were there, masked
     assert '"metadata"' not in cassette  # a dropped field
     for _ in range(2):
         replayed = run_once(overrides(tmp_path, suites, "fresh", "mode=replay"))
         assert replayed["error"] is None and replayed["divergence"] is None
-        assert replayed["status"] == recorded["status"]
+        assert replayed["status"] == record["status"]
         assert replayed["gateway"]["calls"] == 1
 
 
-def test_a_field_that_matters_diverges_and_names_it(tmp_path: Path) -> None:
-    suites = probe_suite(tmp_path)
-    assert run_once(overrides(tmp_path, suites, "fresh", "mode=record"))["error"] is None
+def test_a_field_that_matters_diverges_and_names_it(recorded: tuple[Path, Path, dict[str, Any]], tmp_path: Path) -> None:
+    cassettes, suites, record = recorded
+    assert record["error"] is None
     argv = ["doit", "eval", "k=1", "mode=replay", "+agent.command.env.PROBE_TEMPERATURE='0.5'",
-            *overrides(tmp_path, suites, "fresh")]
+            *overrides(cassettes, suites, "fresh")]
     result = run_cmd(argv, tmp_path / "runs")
     assert result.returncode == 2, result.stdout + result.stderr
     record = json.loads(next((tmp_path / "runs").glob(f"smoke-coding/*/runs/{TASK}/*.json")).read_text())

@@ -16,8 +16,9 @@ server that imported those modules once (the technique of
   reads it at run time), the report templates are compiled (jinja2 compiles
   one again when its file changed), the digests of the lab's own code are
   known (as a user's warm cache dir holds them; a test that edits the lab
-  runs a copy of it in fresh processes), the secret scanner's plugins are
-  imported and its patterns compiled, and ``PYTHONHASHSEED`` is the server's.
+  runs a copy of it in fresh processes), the parsers' tables are built (one
+  configuration was composed), the secret scanner's plugins are imported and
+  its patterns compiled, and ``PYTHONHASHSEED`` is the server's.
 
 One server per test worker, started on first use and stopped when the worker
 exits. Tests of the interpreter start itself (the README's quick start, the
@@ -58,7 +59,7 @@ BIN = Path(sys.executable).parent
 PRELOAD = ("hydra.compose", "hydra.initialize", "hydra._internal.hydra", "hydra._internal.config_loader_impl",
            "hydra._internal.utils", "hydra.core.override_parser.overrides_parser", "doit.doit_cmd", "doit.cmd_run",
            "doit.cmd_base", "doit.loader", "jsonschema", "jinja2", "tabulate", "httpx", "rich.console",
-           "rich.progress", "yaml", "regex", "detect_secrets", "scipy.stats")
+           "rich.progress", "yaml", "regex", "detect_secrets", "scipy.stats", "tomllib")
 """Modules the server imports before it forks, besides every ``lab`` module: what commands import anyway."""
 
 
@@ -100,8 +101,27 @@ def _become_command(request: dict[str, Any], fds: list[int]) -> str:
     os.environ.clear()
     os.environ.update(request["env"])
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    if request.get("mounts"):
+        _private_mounts(str(request["mounts"]))
     sys.argv = list(request["argv"])
     return str(request["script"])
+
+
+CLONE_NEWNS = 0x00020000
+
+
+def _private_mounts(script: str) -> None:
+    """Move this process into a mount namespace of its own (as ``unshare -m`` does: every mount private),
+    then run the shell ``script`` there (its mounts); on failure say why on stderr and exit 1."""
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWNS) != 0:
+        print(f"forkserver: unshare: {os.strerror(ctypes.get_errno())}", file=sys.stderr, flush=True)
+        os._exit(1)
+    for argv in (["mount", "--make-rprivate", "/"], ["sh", "-c", script]):
+        if subprocess.run(argv, stdin=subprocess.DEVNULL, check=False).returncode != 0:
+            print(f"forkserver: {' '.join(argv)} failed", file=sys.stderr, flush=True)
+            os._exit(1)
 
 
 def _reap(block: bool) -> None:
@@ -135,9 +155,17 @@ def serve(address: str) -> str:
     report_code_digest()
     del os.environ["LAB_CACHE_DIR"]
 
-    from lab.export.secrets import SecretScanner
+    # Hydra's override parser and OmegaConf's interpolation grammar (ANTLR) build their lexing and parsing
+    # tables on first use and keep them for the process, as do jsonschema's checkers of the config schema:
+    # one composition here (nothing of it is remembered on disk) saves every forked command about 0.15 s of CPU.
+    from lab.config.compose import compose_config
 
-    SecretScanner(env={})  # detect-secrets' plugins imported and the key-shape patterns compiled, once
+    compose_config(["suite=core", "provider=scripted", "k=2", r"agent.system_prompt='a \${x} b'"])
+    # detect-secrets loads its plugins (and compiles their patterns) on first use: every saved config is scanned.
+    from lab.export.secrets import find_secrets
+
+    find_secrets({"text": "sk-proj-0123456789abcdefABCDEF0123456789abcd"}, env={})
+
     templates = environment()  # compiled once here; jinja2 compiles a template again when its file changes
     for name in templates.list_templates():
         templates.get_template(name)
@@ -250,7 +278,7 @@ def _read_line(sock: socket.socket, deadline_s: float | None) -> dict[str, Any]:
     sock.settimeout(deadline_s)
     data = b""
     while not data.endswith(b"\n"):
-        more = sock.recv(4096)
+        more = sock.recv(1)  # a byte at a time: the status line may follow the pid line at once
         if not more:
             raise RuntimeError("forkserver: the supervisor ended without a status")
         data += more
@@ -300,21 +328,25 @@ def _drain(out_fd: int, err_fd: int, input_bytes: bytes | None, in_fd: int | Non
 
 
 def run(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT, timeout: float | None = 300,
-        input: str | None = None, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
+        input: str | None = None, stdin: int | None = None, mounts: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``.venv/bin/<argv[0]>`` with ``argv[1:]`` as ``subprocess.run(…, capture_output=True, text=True)``.
 
     ``argv[0]`` names a console script of the virtualenv (``lab``, ``doit``), or
     is the absolute path of a Python script. A command whose ``PYTHON*``
     variables differ from the server's starts as a fresh interpreter.
     stdin is ``/dev/null`` unless ``input`` is given, or ``stdin`` (a file
-    descriptor, e.g. a pty's, which stays open here). Raises
-    ``subprocess.TimeoutExpired`` after killing the command when ``timeout``
-    seconds pass, as ``subprocess.run`` does.
+    descriptor, e.g. a pty's, which stays open here). ``mounts``: a shell
+    script the command's process runs first in a mount namespace of its own
+    (as ``unshare -m sh -c 'MOUNTS && exec COMMAND'``; needs the right to
+    mount). Raises ``subprocess.TimeoutExpired`` after killing the command
+    when ``timeout`` seconds pass, as ``subprocess.run`` does.
     """
     script = BIN / argv[0]  # an absolute path stays as it is
     if not script.is_file():
         raise FileNotFoundError(script)
     if _interpreter_settings(env) != _interpreter_settings(_SERVER_ENV):  # only a fresh interpreter honours them
+        if mounts:
+            raise ValueError("run: mounts= with PYTHON* settings other than the server's")
         return subprocess.run([sys.executable, str(script), *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True,
                               input=input, stdin=subprocess.DEVNULL if input is None and stdin is None else stdin,
                               timeout=timeout, check=False)
@@ -326,7 +358,7 @@ def run(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT, timeout
         in_r, in_w = os.open(os.devnull, os.O_RDONLY), None
     else:
         in_r, in_w = os.pipe()
-    request = {"argv": [str(script), *argv[1:]], "script": str(script), "env": env, "cwd": str(cwd)}
+    request = {"argv": [str(script), *argv[1:]], "script": str(script), "env": env, "cwd": str(cwd), "mounts": mounts}
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(_get_server().address)
         try:
@@ -346,6 +378,83 @@ def run(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT, timeout
             raise subprocess.TimeoutExpired([str(script), *argv[1:]], timeout or 0, out, err)
         returncode = int(_read_line(sock, None)["returncode"])
     return subprocess.CompletedProcess([str(script), *argv[1:]], returncode, _text(out), _text(err))
+
+
+class Started:
+    """A command :func:`start` forked, used like ``subprocess.Popen(…, stdout=PIPE, stderr=PIPE, text=True)``:
+    ``pid``, ``stdout`` and ``stderr`` (text files to read as the command writes), ``send_signal``, ``kill``,
+    ``wait``, ``communicate`` and ``returncode`` (None until :meth:`wait` or :meth:`communicate` saw the end)."""
+
+    def __init__(self, args: list[str], sock: socket.socket, pid: int, out_r: int, err_r: int) -> None:
+        self.args = args
+        self.pid = pid
+        self.returncode: int | None = None
+        self.stdout = open(out_r, encoding=None)  # noqa: SIM115 (closed by communicate); text=True's decoding
+        self.stderr = open(err_r, encoding=None)  # noqa: SIM115
+        self._sock = sock
+
+    def send_signal(self, signum: int) -> None:
+        """Send ``signum`` to the command unless it was seen to end."""
+        if self.returncode is None:
+            os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def wait(self, timeout: float | None = None) -> int:
+        """The command's exit status (``subprocess.TimeoutExpired`` after ``timeout`` seconds, still running)."""
+        if self.returncode is None:
+            try:
+                self.returncode = int(_read_line(self._sock, timeout)["returncode"])
+            except TimeoutError:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0) from None
+            self._sock.close()
+        return self.returncode
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """Read both outputs to their end, then wait for the status; ``(stdout, stderr)``, the text not read yet."""
+        err: list[str] = []
+        reader = threading.Thread(target=lambda: err.append(self.stderr.read()), daemon=True)
+        reader.start()
+        end = None if timeout is None else time.monotonic() + timeout
+        out = self.stdout.read()
+        reader.join(None if end is None else max(0.0, end - time.monotonic()))
+        if reader.is_alive():
+            raise subprocess.TimeoutExpired(self.args, timeout or 0, out)
+        self.stdout.close()
+        self.stderr.close()
+        self.wait(None if end is None else max(0.0, end - time.monotonic()))
+        return out, err[0]
+
+
+def start(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT) -> Started:
+    """Start ``.venv/bin/<argv[0]>`` with ``argv[1:]`` and return at once, as ``subprocess.Popen`` with
+    ``stdout=PIPE, stderr=PIPE, text=True`` and stdin ``/dev/null`` would (see :class:`Started`): for
+    commands that run at once, or whose output a test reads while they run."""
+    script = BIN / argv[0]
+    if not script.is_file():
+        raise FileNotFoundError(script)
+    if _interpreter_settings(env) != _interpreter_settings(_SERVER_ENV):  # only a fresh interpreter honours them
+        raise ValueError("start: PYTHON* settings other than the server's need subprocess.Popen")
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    in_r = os.open(os.devnull, os.O_RDONLY)
+    args = [str(script), *argv[1:]]
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(_get_server().address)
+        try:
+            _send(sock, {"argv": args, "script": str(script), "env": env, "cwd": str(cwd)}, [in_r, out_w, err_w])
+        finally:
+            for fd in (in_r, out_w, err_w):
+                os.close(fd)
+        pid = int(_read_line(sock, 60)["pid"])
+    except BaseException:
+        sock.close()
+        os.close(out_r)
+        os.close(err_r)
+        raise
+    return Started(args, sock, pid, out_r, err_r)
 
 
 def _text(data: bytes) -> str:

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.helpers import forkserver
 
@@ -28,17 +29,33 @@ def lab_env(data_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def run_script(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT, timeout_s: float = 300,
-               input: str | None = None, stdin: int | None = None) -> subprocess.CompletedProcess[str]:
+               input: str | None = None, stdin: int | None = None,
+               mounts: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run the virtualenv's console script ``argv[0]`` (``lab``, ``doit``) like ``subprocess.run``, output captured.
 
     stdin is ``/dev/null`` unless ``input`` (text) or ``stdin`` (a file descriptor) is given; ``subprocess.TimeoutExpired``
-    after ``timeout_s`` seconds, the command killed.
+    after ``timeout_s`` seconds, the command killed. ``mounts``: a shell script run first in a mount namespace of
+    the command's own, as ``unshare -m sh -c 'MOUNTS && exec COMMAND'`` does (needs the right to mount).
     """
     if FRESH["processes"]:
-        return subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True,
+        command = [str(BIN / argv[0]), *argv[1:]]
+        if mounts:
+            command = ["unshare", "-m", "sh", "-c", f'{mounts} && exec "$0" "$@"', *command]
+        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
                               input=input, stdin=subprocess.DEVNULL if input is None and stdin is None else stdin,
                               timeout=timeout_s, check=False)
-    return forkserver.run(argv, env=env, cwd=cwd, timeout=timeout_s, input=input, stdin=stdin)
+    return forkserver.run(argv, env=env, cwd=cwd, timeout=timeout_s, input=input, stdin=stdin, mounts=mounts)
+
+
+def start_script(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT) -> Any:
+    """Start the virtualenv's console script ``argv[0]`` and return at once: a ``subprocess.Popen`` with
+    ``stdout=PIPE, stderr=PIPE, text=True`` and stdin ``/dev/null``, or what behaves as one
+    (:class:`tests.helpers.forkserver.Started`): ``pid``, ``stdout``, ``stderr``, ``send_signal``, ``kill``,
+    ``wait``, ``communicate``, ``returncode``."""
+    if FRESH["processes"]:
+        return subprocess.Popen([str(BIN / argv[0]), *argv[1:]], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    return forkserver.start(argv, env=env, cwd=cwd)
 
 
 def run_cmd(argv: list[str], data_dir: Path, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
