@@ -154,7 +154,7 @@ def _drain(out_fd: int, err_fd: int, input_bytes: bytes | None, in_fd: int | Non
         if left is not None and left <= 0:
             return b"".join(chunks[out_fd]), b"".join(chunks[err_fd]), False
         for key, _ in selector.select(left):
-            fd = int(key.fd)  # type: ignore[arg-type]
+            fd = int(key.fd)
             if fd == in_fd:
                 try:
                     written = os.write(fd, pending[:65536])

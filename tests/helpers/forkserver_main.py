@@ -48,7 +48,7 @@ def _stdio(fds: list[int], unbuffered: bool) -> None:
         os.dup2(fd, target)
         os.close(fd)
     old = sys.stdout
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)),
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)),  # type: ignore[misc]
                                                  encoding=sys.stdin.encoding, errors=sys.stdin.errors)
     for fd, name in ((1, "stdout"), (2, "stderr")):
         raw = io.FileIO(fd, "w", closefd=False)
