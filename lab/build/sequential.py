@@ -100,9 +100,8 @@ def derived_config(first: Any, words: list[str]) -> Any:
     """``first`` (an :class:`~lab.config.compose.EffectiveConfig`) with the ``k=`` and ``preflight=``
     values of ``words``, or None when it may differ from composing ``words``: other words than
     ``first``'s besides those two, a value that is not a plain positive integer or true/false, a key
-    ``words`` leaves out that ``first`` had, any interpolation (``${…}``) in a word or one naming
-    ``k`` or ``preflight`` in a config file composed, user config directories (``LAB_CONFIG_PATH``),
-    or a result the config checks refuse."""
+    ``words`` leaves out that ``first`` had, any interpolation (``${…}``) in a word, user config
+    directories (``LAB_CONFIG_PATH``), or a result the config checks refuse."""
     import os
 
     from lab.config.compose import EffectiveConfig, data_problems
@@ -118,7 +117,7 @@ def derived_config(first: Any, words: list[str]) -> Any:
                 rest.append(word)
         return rest, values
 
-    if os.environ.get(USER_CONF_ENV) or any("${" in word for word in words) or _reads_round_keys(first.sources):
+    if os.environ.get(USER_CONF_ENV) or any("${" in word for word in words):
         return None
     rest, values = split(words)
     first_rest, first_values = split(first.overrides)
@@ -136,29 +135,6 @@ def derived_config(first: Any, words: list[str]) -> Any:
     if data_problems(data):
         return None  # composed instead, for its own error
     return EffectiveConfig(data=data, variant=first.variant, overrides=tuple(words), sources=first.sources)
-
-
-_ROUND_KEY_READ = re.compile(r"\$\{[^}]*(?<![\w-])(?:k|preflight)(?![\w-])")
-
-
-def _reads_round_keys(sources: tuple[str, ...]) -> bool:
-    """Whether a config file of the search path ``sources`` (``scheme://path``, as composed) may
-    interpolate ``k`` or ``preflight`` (any ``${…}`` naming either word: a resolved value that would
-    keep the first round's), or cannot be read; Hydra's own package configs fill only ``hydra``."""
-    for source in sources:
-        scheme, _, where = source.partition("://")
-        if scheme == "structured" or (scheme == "pkg" and where == "hydra.conf"):
-            continue
-        if scheme != "file":
-            return True
-        for path in sorted(Path(where).rglob("*")):
-            if path.suffix in (".yaml", ".yml") and path.is_file():
-                try:
-                    if _ROUND_KEY_READ.search(path.read_text(encoding="utf-8")):
-                        return True
-                except (OSError, UnicodeDecodeError):
-                    return True
-    return False
 
 
 ACTIVE: list[SequentialRun] = []

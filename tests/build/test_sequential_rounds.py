@@ -56,17 +56,3 @@ def test_user_config_directories_or_a_refused_value_are_composed(monkeypatch: py
     assert derived_config(first, [*COMMON, "k=999999999"]) is None  # past the schema's maximum
     monkeypatch.setenv(USER_CONF_ENV, str(tmp_path))
     assert derived_config(first, [*COMMON, "k=3"]) is None
-
-
-def test_a_config_file_that_interpolates_k_or_preflight_is_composed(tmp_path: Path) -> None:
-    import shutil
-
-    from lab.paths import CONF_DIR
-
-    conf = tmp_path / "conf"
-    shutil.copytree(CONF_DIR, conf)
-    first: Any = compose_config([*COMMON, "k=2"], conf_dir=conf)
-    assert derived_config(first, [*COMMON, "k=3"]) is not None
-    variant = conf / "variant" / "no-compaction.yaml"
-    variant.write_text(variant.read_text(encoding="utf-8") + "# a note on ${k} rounds\n", encoding="utf-8")
-    assert derived_config(first, [*COMMON, "k=3"]) is None  # a value may read k: composed again
