@@ -69,13 +69,11 @@ class Prepared:
 
 
 def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "eval",
-            check_provider: bool = True, config: Any = None) -> Prepared:
+            check_provider: bool = True) -> Prepared:
     """Compose the config once, load the suite, check grants and plan the runs.
 
     With ``check_provider`` (and ``preflight=true``, not in replay), the
     provider's key and endpoint are checked too (:func:`provider_preflight`).
-    ``config``: the :class:`~lab.config.compose.EffectiveConfig` of ``overrides``
-    when the caller has it already (it is not composed again).
 
     Raises:
         LabError: ConfigError or SuiteError naming the key, task and field.
@@ -89,8 +87,7 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
 
     if mode is not None:
         overrides = [*overrides, f"mode={mode}"]
-    if config is None:
-        config = compose_cached(overrides)  # what an earlier command composed, when nothing changed
+    config = compose_cached(overrides)  # what an earlier command composed, when nothing changed
     out = config.data["out"]
     if out:
         from lab.files import unwritable_dir_reason

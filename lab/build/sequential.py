@@ -21,7 +21,6 @@ builds one round, and :func:`round_action` is what its comparison task does then
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,8 +49,6 @@ class SequentialRun:
     """Runs executed by the finished rounds of this command (not those up to date)."""
     decided: bool = False
     """Whether the comparison was written: the test decided, or k was reached."""
-    configs: dict[str, Any] = field(default_factory=dict)
-    """Each variant's configuration as this command's first round composed it (see :meth:`round_config`)."""
 
     @property
     def fractions(self) -> tuple[float, ...]:
@@ -64,77 +61,10 @@ class SequentialRun:
         """Repetitions per task after each round."""
         return [round(t * self.k) for t in self.fractions]
 
-    def round_config(self, label: str, words: list[str]) -> Any:
-        """The configuration of variant ``label`` composed from ``words`` (its overrides in a round).
-
-        Rounds differ only in ``k`` and ``preflight`` (:meth:`round_overrides`), top-level
-        values nothing else in the configuration refers to: the first round's composition is
-        taken with the round's values (:func:`derived_config`) instead of composing again, so
-        every round runs the configuration the first one composed.
-
-        Raises:
-            ConfigError: as :func:`lab.config.cache.compose_cached`.
-        """
-        from lab.config.cache import compose_cached
-
-        first = self.configs.get(label)
-        derived = derived_config(first, words) if first is not None else None
-        if derived is not None:
-            return derived
-        config = compose_cached(words)
-        self.configs.setdefault(label, config)
-        return config
-
     def round_overrides(self, index: int) -> list[str]:
         """The variants overrides of round ``index`` (0-based): k of that round; preflight once."""
         words = [o for o in self.overrides if not (index and o.startswith("preflight="))]
         return [*words, f"k={self.schedule[index]}", *(["preflight=false"] if index else [])]
-
-
-ROUND_KEYS = ("k", "preflight")
-"""The top-level keys a round's overrides set (:meth:`SequentialRun.round_overrides`)."""
-_PLAIN_K = re.compile(r"[1-9][0-9]{0,8}")
-
-
-def derived_config(first: Any, words: list[str]) -> Any:
-    """``first`` (an :class:`~lab.config.compose.EffectiveConfig`) with the ``k=`` and ``preflight=``
-    values of ``words``, or None when it may differ from composing ``words``: other words than
-    ``first``'s besides those two, a value that is not a plain positive integer or true/false, a key
-    ``words`` leaves out that ``first`` had, any interpolation (``${…}``) in a word, user config
-    directories (``LAB_CONFIG_PATH``), or a result the config checks refuse."""
-    import os
-
-    from lab.config.compose import EffectiveConfig, data_problems
-    from lab.config.searchpath import ENV as USER_CONF_ENV
-
-    def split(overrides: list[str] | tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
-        rest, values = [], {}
-        for word in overrides:
-            key, eq, value = word.partition("=")
-            if eq and key in ROUND_KEYS:
-                values[key] = value
-            else:
-                rest.append(word)
-        return rest, values
-
-    if os.environ.get(USER_CONF_ENV) or any("${" in word for word in words):
-        return None
-    rest, values = split(words)
-    first_rest, first_values = split(first.overrides)
-    if rest != first_rest or not set(first_values) <= set(values) \
-            or any(word.partition("=")[0].lstrip("+~") in ROUND_KEYS for word in rest):
-        return None
-    data = dict(first.data)
-    for key, value in values.items():
-        if key == "k" and _PLAIN_K.fullmatch(value):
-            data["k"] = int(value)
-        elif key == "preflight" and value in ("true", "false"):
-            data["preflight"] = value == "true"
-        else:
-            return None
-    if data_problems(data):
-        return None  # composed instead, for its own error
-    return EffectiveConfig(data=data, variant=first.variant, overrides=tuple(words), sources=first.sources)
 
 
 ACTIVE: list[SequentialRun] = []

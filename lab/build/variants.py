@@ -98,9 +98,7 @@ def prepare_variants(overrides: list[str]) -> tuple[list[tuple[str, Any]], Path]
     out = next((o.split("=", 1)[1] for o in common if o.startswith("out=")), None)
     # out= is the root here, not each report; json= is the variants' own output (variant_json_lines)
     common = [o for o in common if not o.startswith(("out=", "json="))]
-    # A round of a sequential command: each variant composed once per command (SequentialRun.round_config).
-    prepared = [(label, prepare([*common, *extra], basename="variants", check_provider=False,
-                                config=ACTIVE[0].round_config(label, [*common, *extra]) if ACTIVE else None))
+    prepared = [(label, prepare([*common, *extra], basename="variants", check_provider=False))
                 for label, extra in variants]
     first = prepared[0][1]
     if first.ctx.config.mode == "replay":
