@@ -32,7 +32,8 @@ from ``<user cache dir>/config/`` (``lab.stamps.shared_cache_dir``) without impo
 Nothing is remembered when an input changed while it was composed, when a
 config file or override holds an interpolation whose
 value is not a function of these inputs (``${now:…}``, ``${hydra:…}``, a
-custom resolver), when it reads a variable named like a credential, when it
+custom resolver; config files are read as parsed YAML too, so an interpolation
+spelled with escapes in a quoted string counts), when it reads a variable named like a credential, when it
 sets any provider header (``provider.headers`` values are gateway plumbing and
 may be secrets whatever their name: they are never written to the user cache
 dir), when the entry would hold a secret the scanner finds
@@ -185,6 +186,31 @@ def _suite_dir_paths(overrides: Sequence[str], conf: Path) -> dict[str, Any]:
     return {str(p): content_stamp(p) for p in (root, root / name, root / name / "suite.json")}
 
 
+def _yaml_strings(text: str) -> list[str] | None:
+    """Every key and string value of the YAML ``text`` as Hydra reads it (None when it does not parse).
+
+    A double-quoted YAML scalar may spell an interpolation with escapes (``"\\x24{now:%f}"`` is
+    ``${now:%f}`` once parsed), which the raw text does not show: the parsed strings are checked too.
+    """
+    import yaml
+
+    try:
+        node = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    found: list[str] = []
+    stack: list[Any] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+    return found
+
+
 def _env_names(texts: Sequence[str]) -> set[str] | None:
     """Names read through ``${oc.env:NAME}`` in ``texts``; None when another impure interpolation appears."""
     names: set[str] = set()
@@ -218,9 +244,13 @@ def _remember(file: Path, ident: dict[str, Any], config: EffectiveConfig, watche
         if ((path.startswith(str(conf)) or path in searched or _in_user_conf(path)) and not path.startswith(own)
                 and path.endswith((".yaml", ".yml"))):
             try:
-                texts.append(Path(path).read_text(encoding="utf-8"))
+                text = Path(path).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 return
+            parsed = _yaml_strings(text)
+            if parsed is None:
+                return
+            texts += [text, *parsed]
     names = _env_names(texts)
     if names is None or _credentials_named(names, config.data):
         return

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lab.config.cache as config_cache
 from lab.config.cache import compose_cached
@@ -189,6 +191,59 @@ def test_configurations_that_must_not_be_remembered_are_composed_every_time(
     with pytest.raises(Composed):
         cached(conf, tmp_path, overrides)
     assert not list((tmp_path / "cache").rglob("*.json"))
+
+
+ESCAPED_DOLLAR = ["\\x24", "\\u0024", "\\U00000024"]
+"""YAML double-quoted escapes of ``$``: the parsed value holds an interpolation the raw text does not show."""
+
+
+@pytest.mark.parametrize("dollar", ESCAPED_DOLLAR)
+def test_an_escaped_interpolation_in_a_config_file_is_seen(conf: Path, tmp_path: Path, composes: list[list[str]],
+                                                           dollar: str) -> None:
+    agent = conf / "agent" / "builtin.yaml"
+    agent.write_text(agent.read_text(encoding="utf-8").replace(
+        "system_prompt: null", f'system_prompt: "t={dollar}{{now:%H%M%S%f}}"'),
+        encoding="utf-8")
+    first = cached(conf, tmp_path, ["agent=builtin"])
+    assert first.data["agent"]["system_prompt"].startswith("t=")
+    cached(conf, tmp_path, ["agent=builtin"])
+    assert len(composes) == 2  # ${now:…} is never remembered, however it is spelled
+    assert not list((tmp_path / "cache").rglob("*.json"))
+
+
+@pytest.mark.parametrize("dollar", ESCAPED_DOLLAR)
+def test_an_escaped_environment_read_in_a_config_file_composes_again(
+        conf: Path, tmp_path: Path, composes: list[list[str]], monkeypatch: pytest.MonkeyPatch, dollar: str) -> None:
+    agent = conf / "agent" / "builtin.yaml"
+    agent.write_text(agent.read_text(encoding="utf-8").replace(
+        "system_prompt: null", f'system_prompt: "m={dollar}{{oc.env:LAB_TEST_MODEL,x}}"'), encoding="utf-8")
+    monkeypatch.setenv("LAB_TEST_MODEL", "m1")
+    assert cached(conf, tmp_path, ["agent=builtin"]).data["agent"]["system_prompt"] == "m=m1"
+    monkeypatch.setenv("LAB_TEST_MODEL", "m2")
+    assert cached(conf, tmp_path, ["agent=builtin"]).data["agent"]["system_prompt"] == "m=m2"
+    assert len(composes) == 2
+    assert cached(conf, tmp_path, ["agent=builtin"]).data["agent"]["system_prompt"] == "m=m2"
+    assert len(composes) == 2  # remembered, with the variable it reads
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(["$", "\\x24", "\\u0024", "\\U00000024", "{", "\\x7b", "\\u007b", "}", "\\x7d",
+                                 "now:%f", "oc.env:HOME", "a", " "]), max_size=12))
+def test_the_strings_checked_are_the_parsed_ones(pieces: list[str]) -> None:
+    import yaml
+
+    from lab.config.cache import _yaml_strings
+
+    text = f'a: "{"".join(pieces)}"\n"k{"".join(pieces)}": [x, "{"".join(pieces)}"]\n'
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError:
+        assert _yaml_strings(text) is None
+        return
+    found = _yaml_strings(text)
+    assert found is not None
+    for value in [parsed["a"], *parsed]:  # the value and the key, as Hydra gets them
+        assert value in found
 
 
 def test_a_same_size_rewrite_with_its_mtime_put_back_composes_again(conf: Path, tmp_path: Path,
