@@ -192,7 +192,7 @@ def _yaml_strings(text: str) -> list[str] | None:
     A double-quoted YAML scalar may spell an interpolation with escapes (``"\\x24{now:%f}"`` is
     ``${now:%f}`` once parsed), which the raw text does not show: the parsed strings are checked too.
     """
-    import yaml
+    import yaml  # type: ignore[import-untyped]  # PyYAML: what OmegaConf (a dependency) parses with
 
     try:
         node = yaml.safe_load(text)

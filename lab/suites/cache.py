@@ -14,12 +14,15 @@ changed, checked by content stamps (:mod:`lab.stamps`):
 
 Stamps are taken before the suite is read, and the entry is written only
 when every stamped path still holds what it held then. A suite that
-does not load is never remembered: its problems are reported again.
+does not load is never remembered: its problems are reported again. Nor is
+one holding a link that names a path outside its directory: where that link
+resolves depends on links outside the suite, which are not stamped.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +60,27 @@ def load_suite_cached(path: Path, *, cache: Path | None = None) -> Suite:
     inputs = {**tree_stamps(suite_dir, follow=False), **tree_stamps(CONF_DIR / "agent")}
     suite = load_suite(suite_dir)
     encoded = _encoded(suite)
-    if encoded is not None:
+    if encoded is not None and not _links_leave(suite_dir, inputs):
         remember(file, KIND, ident, inputs, {"suite": encoded})
     return suite
+
+
+def _links_leave(suite_dir: Path, stamps: dict[str, Any]) -> bool:
+    """Whether a link under ``suite_dir`` names a path outside it (absolute, or ``..`` above it).
+
+    Links are stamped by their target text: where such a link resolves (and so whether the
+    suite loads) also depends on links and directories outside the suite, which are not
+    stamped. A suite holding one is loaded again by every command, never remembered."""
+    root = os.path.normpath(suite_dir)
+    for path, stamp in stamps.items():
+        if isinstance(stamp, list) and stamp[:1] == ["l"]:
+            try:
+                target = os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(path)))
+            except OSError:
+                return True
+            if target != root and not target.startswith(root + os.sep):
+                return True
+    return False
 
 
 def _encoded(suite: Suite) -> dict[str, Any] | None:

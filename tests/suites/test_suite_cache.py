@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import lab.suites.cache as suite_cache
 from lab.errors import SuiteError
@@ -115,6 +117,50 @@ def test_a_suite_that_does_not_load_is_not_remembered(suite: Path, tmp_path: Pat
         with pytest.raises(SuiteError):
             cached(suite, tmp_path)
     assert len(loads) == 3
+
+
+@pytest.mark.parametrize("relative", [False, True], ids=["absolute", "dot-dot"])
+def test_a_link_through_an_outside_link_is_checked_by_every_load(suite: Path, tmp_path: Path, loads: list[Path],
+                                                                relative: bool) -> None:
+    junction = tmp_path / "junction"  # outside the suite: it decides where the suite's link resolves
+    junction.symlink_to(suite)
+    target = os.path.relpath(junction / "suite.json", suite) if relative else str(junction / "suite.json")
+    (suite / "notes").symlink_to(target)
+    age(suite)
+    assert cached(suite, tmp_path) == load_suite(suite)  # resolves inside the suite: it loads
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(suite, elsewhere, symlinks=True)
+    junction.unlink()
+    junction.symlink_to(elsewhere)  # the suite's own files and link text are unchanged
+    with pytest.raises(SuiteError, match="notes"):
+        load_suite(suite)
+    with pytest.raises(SuiteError, match="notes"):
+        cached(suite, tmp_path)  # as a cold load says
+    assert len(loads) == 2
+    assert not list((tmp_path / "cache").rglob("*.json"))
+
+
+def test_a_link_that_stays_inside_the_suite_is_remembered(suite: Path, tmp_path: Path, loads: list[Path]) -> None:
+    (suite / "notes").symlink_to("scripts/../suite.json")
+    age(suite)
+    first = cached(suite, tmp_path)
+    assert cached(suite, tmp_path) == first and len(loads) == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["..", ".", "scripts", "fixtures", "x"]), min_size=1, max_size=6), st.booleans())
+def test_only_links_whose_target_stays_inside_are_trusted(tmp_path_factory: pytest.TempPathFactory,
+                                                          parts: list[str], nested: bool) -> None:
+    from lab.stamps import tree_stamps
+    from lab.suites.cache import _links_leave
+
+    root = tmp_path_factory.mktemp("suite")
+    (root / "scripts").mkdir()
+    where = root / "scripts" if nested else root
+    (where / "link").symlink_to(os.path.join(*parts))
+    lexical = os.path.normpath(os.path.join(where, *parts))
+    inside = lexical == str(root) or lexical.startswith(str(root) + os.sep)
+    assert _links_leave(root, tree_stamps(root, follow=False)) is not inside
 
 
 def test_a_same_size_fixture_rewrite_with_its_mtime_put_back_loads_again(suite: Path, tmp_path: Path,
