@@ -280,8 +280,39 @@ def edit_plugin(lab: Lab, rnd: random.Random) -> str:
     return "plugin added"
 
 
+def edit_escaped_env(lab: Lab, rnd: random.Random) -> str:
+    """A config value that reads the environment through an interpolation spelled with a YAML escape
+    (``"\\x24{oc.env:…}"``: the raw text shows no ``${``), then the variable's value toggled."""
+    agent = lab.root / "conf" / "agent" / "builtin.yaml"
+    text = agent.read_text(encoding="utf-8")
+    if "DIFF_TOKENS" not in text:
+        agent.write_text(text.replace("\nmax_output_tokens: 4096", '\nmax_output_tokens: "\\x24{oc.env:DIFF_TOKENS,4096}"'),
+                         encoding="utf-8")
+    lab.env["DIFF_TOKENS"] = "4000" if lab.env.get("DIFF_TOKENS") == "4096" else "4096"
+    return f"max_output_tokens reads DIFF_TOKENS={lab.env['DIFF_TOKENS']}"
+
+
+def edit_outside_link(lab: Lab, rnd: random.Random) -> str:
+    """A suite file linked through a link outside the suite (``VIA -> <outside>/junction/OTHER.txt``, the
+    junction naming one of two fixture directories): the junction retargeted, the suite's own bytes kept
+    (the suite digest covers what the link resolves to)."""
+    fixtures = lab.root / "suites" / SUITE / "fixtures"
+    junction, elsewhere = lab.where / "junction", fixtures / TASKS[0] / "OTHER.txt"
+    if not elsewhere.exists():
+        elsewhere.write_text("other, in the other fixture\n", encoding="utf-8")
+    via = lab.root / "suites" / SUITE / "VIA"
+    if not via.is_symlink():
+        via.symlink_to(junction / "OTHER.txt")
+    target = fixtures / TASKS[0] if junction.is_symlink() and os.readlink(junction) == str(fixtures / TASKS[1]) \
+        else fixtures / TASKS[1]
+    junction.unlink(missing_ok=True)
+    junction.symlink_to(target)
+    return f"junction -> {target.name}"
+
+
 EDITS: dict[str, Callable[[Lab, random.Random], str]] = {
     "fixture": edit_fixture, "verifier": edit_verifier, "suite.json": edit_suite_json, "conf": edit_conf,
     "env": edit_env, "lab module": edit_lab_module, "cassette": edit_cassette, "rename": edit_rename,
-    "symlink": edit_symlink, "junk": edit_junk, "plugin": edit_plugin,
+    "symlink": edit_symlink, "junk": edit_junk, "plugin": edit_plugin, "escaped env": edit_escaped_env,
+    "outside link": edit_outside_link,
 }
