@@ -73,7 +73,8 @@ def _links_leave(suite_dir: Path, stamps: dict[str, Any]) -> bool:
     stamped. A suite holding one is loaded again by every command, never remembered."""
     root = os.path.normpath(suite_dir)
     for path, stamp in stamps.items():
-        if isinstance(stamp, list) and stamp[:1] == ["l"]:
+        if isinstance(stamp, list) and stamp[:1] == ["l"] and path != str(suite_dir):  # the suite's own link:
+            # its target text is stamped, and every file below is stamped through it
             try:
                 target = os.path.normpath(os.path.join(os.path.dirname(path), os.readlink(path)))
             except OSError:

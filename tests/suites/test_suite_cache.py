@@ -147,6 +147,21 @@ def test_a_link_that_stays_inside_the_suite_is_remembered(suite: Path, tmp_path:
     assert cached(suite, tmp_path) == first and len(loads) == 1
 
 
+def test_a_suite_reached_through_a_link_is_remembered_and_follows_a_retarget(suite: Path, tmp_path: Path,
+                                                                           loads: list[Path]) -> None:
+    link = tmp_path / "linked"
+    link.symlink_to(suite)
+    first = cached(link, tmp_path)
+    assert cached(link, tmp_path) == first and len(loads) == 1
+    other = tmp_path / "other"
+    shutil.copytree(suite, other, symlinks=True)
+    (other / "suite.json").write_text((other / "suite.json").read_text(encoding="utf-8").replace(
+        '"maxTurns": 12', '"maxTurns": 11', 1), encoding="utf-8")
+    link.unlink()
+    link.symlink_to(other)
+    assert cached(link, tmp_path) == load_suite(link) != first and len(loads) == 2
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.sampled_from(["..", ".", "scripts", "fixtures", "x"]), min_size=1, max_size=6), st.booleans())
 def test_only_links_whose_target_stays_inside_are_trusted(tmp_path_factory: pytest.TempPathFactory,
