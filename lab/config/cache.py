@@ -247,7 +247,8 @@ def _remember(file: Path, ident: dict[str, Any], config: EffectiveConfig, watche
                 text = Path(path).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 return
-            parsed = _yaml_strings(text)
+            # Only an escape (a backslash) makes a parsed value hold a character its text does not show.
+            parsed = _yaml_strings(text) if "\\" in text else []
             if parsed is None:
                 return
             texts += [text, *parsed]

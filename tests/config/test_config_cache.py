@@ -246,6 +246,23 @@ def test_the_strings_checked_are_the_parsed_ones(pieces: list[str]) -> None:
         assert value in found
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["$", "{", "}", "\n", "\n\n", " ", "'", "''", '"', "a", "#", ">", "|", "- "]),
+                max_size=14), st.sampled_from(['"', "'", ""]))
+def test_without_a_backslash_a_parsed_interpolation_shows_in_the_text(pieces: list[str], quote: str) -> None:
+    """Why only files holding a backslash are parsed: folding, quotes and block scalars never make ``${``."""
+    import yaml
+
+    text = f"a: {quote}{''.join(pieces)}{quote}\n"
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return
+    values = [parsed] if not isinstance(parsed, dict) else [*parsed, *parsed.values()]
+    if any(isinstance(v, str) and "${" in v for v in values):
+        assert "${" in text
+
+
 def test_a_same_size_rewrite_with_its_mtime_put_back_composes_again(conf: Path, tmp_path: Path,
                                                                       composes: list[list[str]]) -> None:
     """Written just now and remembered at once; then rewritten in the same clock tick, same size,
