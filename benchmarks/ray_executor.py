@@ -22,41 +22,19 @@ from __future__ import annotations
 import json
 import os
 import resource
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from _common import BIN
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.helpers.done_stub import done_stub  # noqa: E402 (the stub provider, shared with the tests)
+
 LATENCY_S = 2.0
 KEY_ENV = "BENCH_PROVIDER_KEY"
-
-
-class Stub(BaseHTTPRequestHandler):
-    def setup(self) -> None:
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        self.rfile.read(int(self.headers.get("content-length", "0")))
-        time.sleep(LATENCY_S)  # the simulated model latency is the point of this benchmark
-        body = json.dumps({"id": "stub", "object": "chat.completion", "created": 0, "model": "stub",
-                           "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": "DONE: nothing"}}],
-                           "usage": {"prompt_tokens": 10, "completion_tokens": 2}}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
 
 
 def children_cpu_s() -> float:
@@ -107,39 +85,36 @@ def main() -> None:
     on_ray = sys.argv[3:]
     runs = 5 * per_task
     load_before = os.getloadavg()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    argv = ["run", "suite=core", f"k={per_task}", "provider=openai",
-            "provider.stream=false", f"provider.base_url={base}", f"provider.api_key_env={KEY_ENV}",
-            "preflight=false", f"jobs={jobs}"]
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        local_wall, local_cpu, local_overhead = command(argv, root / "local", {KEY_ENV: "bench-key-not-secret"})
+    with done_stub(LATENCY_S) as (base, _):
+        argv = ["run", "suite=core", f"k={per_task}", "provider=openai",
+                "provider.stream=false", f"provider.base_url={base}", f"provider.api_key_env={KEY_ENV}",
+                "preflight=false", f"jobs={jobs}"]
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            local_wall, local_cpu, local_overhead = command(argv, root / "local", {KEY_ENV: "bench-key-not-secret"})
 
-        from ray.cluster_utils import Cluster
+            from ray.cluster_utils import Cluster
 
-        os.environ["RAY_agent_register_timeout_ms"] = "180000"
-        node_env = {KEY_ENV: "bench-key-not-secret", "RAY_USAGE_STATS_ENABLED": "0"}
-        cpu0, t0 = children_cpu_s(), time.perf_counter()
-        cluster = Cluster(initialize_head=True, head_node_args={
-            "num_cpus": 1, "resources": {"lab_run": jobs // 2}, "env_vars": node_env, "include_dashboard": False})
-        cluster.add_node(num_cpus=1, resources={"lab_run": jobs - jobs // 2}, env_vars=node_env)
-        cluster.wait_for_nodes()
-        start_s = time.perf_counter() - t0
-        try:
-            ray_wall, driver_cpu, ray_overhead = command([*argv, "executor=ray", f"executor.address={cluster.address}",
-                                                          *on_ray], root / "ray", {})
-            # One run at a time (replays, jobs=1): the dispatch cost alone, without 2 cores shared by 20 workers.
-            one = ["run", "suite=smoke-coding", "mode=replay", "k=3", "jobs=1", "sandbox=none"]
-            _, seq_local_cpu, seq_local = command(one, root / "seq-local", {})
-            _, seq_driver_cpu, seq_ray = command([*one, "executor=ray", f"executor.address={cluster.address}",
-                                                  *on_ray], root / "seq-ray", {})
-        finally:
-            cluster.shutdown()
-        # Ray's daemons and workers, reaped at shutdown: over the 100 live runs and the 21 replays.
-        cluster_cpu = children_cpu_s() - cpu0 - driver_cpu - seq_local_cpu - seq_driver_cpu
-    server.shutdown()
+            os.environ["RAY_agent_register_timeout_ms"] = "180000"
+            node_env = {KEY_ENV: "bench-key-not-secret", "RAY_USAGE_STATS_ENABLED": "0"}
+            cpu0, t0 = children_cpu_s(), time.perf_counter()
+            cluster = Cluster(initialize_head=True, head_node_args={
+                "num_cpus": 1, "resources": {"lab_run": jobs // 2}, "env_vars": node_env, "include_dashboard": False})
+            cluster.add_node(num_cpus=1, resources={"lab_run": jobs - jobs // 2}, env_vars=node_env)
+            cluster.wait_for_nodes()
+            start_s = time.perf_counter() - t0
+            try:
+                ray_wall, driver_cpu, ray_overhead = command([*argv, "executor=ray", f"executor.address={cluster.address}",
+                                                              *on_ray], root / "ray", {})
+                # One run at a time (replays, jobs=1): the dispatch cost alone, without 2 cores shared by 20 workers.
+                one = ["run", "suite=smoke-coding", "mode=replay", "k=3", "jobs=1", "sandbox=none"]
+                _, seq_local_cpu, seq_local = command(one, root / "seq-local", {})
+                _, seq_driver_cpu, seq_ray = command([*one, "executor=ray", f"executor.address={cluster.address}",
+                                                      *on_ray], root / "seq-ray", {})
+            finally:
+                cluster.shutdown()
+            # Ray's daemons and workers, reaped at shutdown: over the 100 live runs and the 21 replays.
+            cluster_cpu = children_cpu_s() - cpu0 - driver_cpu - seq_local_cpu - seq_driver_cpu
     load = os.getloadavg()
     ideal = -(-runs // jobs) * LATENCY_S
     print(f"{runs} live runs, {LATENCY_S:.0f} s per model call, jobs={jobs} (the slowest run's latency "

@@ -16,12 +16,12 @@ import signal
 import subprocess
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers.done_stub import DoneStub, done_stub
 from tests.helpers.lab_process import BIN, ROOT, run_cmd
 from tests.helpers.ray_cluster import STUB_KEY_ENV, RayCluster, events, make_suite, start_cluster, started
 
@@ -152,44 +152,11 @@ time.sleep(600)  # blocks until the cancelled run kills it (sys.argv[3] names it
 """
 
 
-class _CountingStub(BaseHTTPRequestHandler):
-    """An OpenAI-compatible endpoint that answers DONE after 0.5 s and counts calls in flight."""
-
-    lock = threading.Lock()
-    now = peak = calls = 0
-
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-        self.rfile.read(int(self.headers.get("content-length", "0")))
-        cls = type(self)
-        with cls.lock:
-            cls.now += 1
-            cls.calls += 1
-            cls.peak = max(cls.peak, cls.now)
-        threading.Event().wait(0.5)  # the provider's latency: calls overlap unless something caps them
-        with cls.lock:
-            cls.now -= 1
-        body = json.dumps({"id": "stub", "object": "chat.completion", "created": 0, "model": "stub",
-                           "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": "DONE: nothing"}}],
-                           "usage": {"prompt_tokens": 10, "completion_tokens": 2}}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
-def counting_stub() -> Iterator[tuple[str, type[_CountingStub]]]:
-    handler = type("Stub", (_CountingStub,), {"lock": threading.Lock(), "now": 0, "peak": 0, "calls": 0})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1", handler
-    server.shutdown()
-    server.server_close()
+def counting_stub() -> Iterator[tuple[str, type[DoneStub]]]:
+    """The stub provider: DONE after 0.5 s, so calls overlap unless something caps them."""
+    with done_stub(latency_s=0.5) as stub:
+        yield stub
 
 
 def _processes_naming(token: str) -> list[int]:
@@ -226,7 +193,7 @@ def _by_task(stderr: str, event: str) -> list[str]:
 
 
 def test_lost_workers_failing_runs_the_provider_cap_and_ctrl_c_on_the_cluster_then_the_same_command_resumes(
-        cluster: RayCluster, tmp_path: Path, counting_stub: tuple[str, type[_CountingStub]]) -> None:
+        cluster: RayCluster, tmp_path: Path, counting_stub: tuple[str, type[DoneStub]]) -> None:
     """One command meets every kind of failure while a fourth run blocks, its runs' model calls capped at one
     in flight across both nodes; Ctrl-C then cancels the blocking run on its worker, and the same command sends
     only the runs left to do: the cancelled one and the infrastructure error."""
@@ -324,7 +291,7 @@ def test_a_worker_with_another_lab_refuses_the_run_naming_both_digests(cluster: 
     assert result.returncode == 1
 
 
-def test_the_provider_cap_holds_on_one_machine_too(tmp_path: Path, counting_stub: tuple[str, type[_CountingStub]],
+def test_the_provider_cap_holds_on_one_machine_too(tmp_path: Path, counting_stub: tuple[str, type[DoneStub]],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     url, stub = counting_stub
     suites = make_suite(tmp_path / "suites", "capped", {f"t{i}": ["true"] for i in range(4)})  # trivially cheap runs

@@ -163,20 +163,26 @@ def test_writing_to_the_checkout_fails(bwrap: BwrapBackend, workspace: Path) -> 
 DOTDOT = ["../escape", "../../escape", "../../../../../../escape"]
 
 
-def test_writing_through_dotdot_stays_inside(bwrap: BwrapBackend, workspace: Path) -> None:
+def write_each(bwrap: BwrapBackend, workspace: Path, paths: list[str], mode: str) -> dict[str, str]:
+    """Open each of ``paths`` with ``mode`` and write to it, in one sandboxed program: path -> "written"
+    or the error's text."""
     result = inside(bwrap, workspace, f"""
         import json
         outcome = {{}}
-        for path in {DOTDOT!r}:
+        for path in {paths!r}:
             try:
-                open(path, "w").write("x")
+                open(path, {mode!r}).write("x")
                 outcome[path] = "written"
             except OSError as exc:
                 outcome[path] = exc.strerror
         print(json.dumps(outcome))
         """)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == dict.fromkeys(DOTDOT, "Read-only file system")
+    return dict(json.loads(result.stdout))
+
+
+def test_writing_through_dotdot_stays_inside(bwrap: BwrapBackend, workspace: Path) -> None:
+    assert write_each(bwrap, workspace, DOTDOT, "w") == dict.fromkeys(DOTDOT, "Read-only file system")
     assert not (workspace.parent / "escape").exists()
 
 
@@ -186,18 +192,7 @@ def test_writing_through_a_planted_symlink_misses_the_host(
     outside.mkdir()
     (workspace / "link").symlink_to(outside)
     (workspace / "passwd-link").symlink_to("/etc/passwd")
-    result = inside(bwrap, workspace, """
-        import json
-        outcome = {}
-        for path in ("link/pwned", "passwd-link"):
-            try:
-                open(path, "a").write("x")
-                outcome[path] = "written"
-            except OSError as exc:
-                outcome[path] = exc.strerror
-        print(json.dumps(outcome))
-        """)
-    outcome = json.loads(result.stdout)
+    outcome = write_each(bwrap, workspace, ["link/pwned", "passwd-link"], "a")
     assert outcome["link/pwned"] == "No such file or directory"
     assert outcome["passwd-link"] in {"Permission denied", "Read-only file system"}
     assert list(outside.iterdir()) == []
