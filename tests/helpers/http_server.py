@@ -159,12 +159,18 @@ class LocalHTTPServer:
         self.stop()
 
 
+_HELD: list[socket.socket] = []
+
+
 def closed_port_url() -> str:
-    """``http://127.0.0.1:<port>`` where nothing listens (the port was just released)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    """``http://127.0.0.1:<port>`` where nothing listens: a port this process keeps bound and never listens
+    on, so a connection is refused and no other process (a gateway of a test on another worker asking for
+    any free port) can take it. A port bound and then released could be given to the next one that asks."""
+    if not _HELD:
+        held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        held.bind(("127.0.0.1", 0))
+        _HELD.append(held)
+    return f"http://127.0.0.1:{_HELD[0].getsockname()[1]}"
 
 
 class _Server(ThreadingHTTPServer):
