@@ -75,7 +75,11 @@ def _python3_without_a_shim() -> None:
     os.environ["PATH"] = directory + os.pathsep + os.environ.get("PATH", os.defpath)
 
 
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own, which appends each test's group to its node id
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if getattr(config.option, "loadgroup", False):  # a test worker of `--dist loadgroup`
+        _UNGROUPED.update(item.nodeid for item in items
+                          if item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid)
     if not config.getoption("--run-agents"):
         skip_agents = pytest.mark.skip(reason="real command agent test (installs codex/aider/mini-swe-agent): "
                                               "pass --run-agents")
@@ -89,6 +93,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "live" in item.keywords:
             item.add_marker(skip)
+
+
+_UNGROUPED: set[str] = set()
+"""Tests marked ``xdist_group`` that pytest-xdist left without a group (each then fails, saying why)."""
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.nodeid in _UNGROUPED:  # e.g. pytest 9.2 with pytest-xdist 3.8 (pytest-dev/pytest-xdist#1386)
+        pytest.fail("--dist loadgroup did not group this test marked xdist_group: this pytest and pytest-xdist "
+                    "do not group tests, and the tests of a group would start their shared resource once per "
+                    "worker; install the versions pyproject.toml names (make does)", pytrace=False)
 
 
 @pytest.fixture
