@@ -55,12 +55,9 @@ def test_codex_keeps_literal_braces_of_its_provider_table() -> None:
            'wire_api="responses"}' in argv
 
 
-REFERENCE = agent_data("reference")
-
-
 @given(st.text(alphabet=string.ascii_lowercase + "_", min_size=1, max_size=12))
 def test_any_unknown_placeholder_is_named(name: str) -> None:
-    agent = copy.deepcopy(REFERENCE)
+    agent = agent_data("reference")  # composed once (tests/helpers/composed.py); a copy of the shared data
     agent["command"]["argv"] = ["prog", f"--x={{{name}}}"]
     problems = preset_problems(agent)
     assert (name in PLACEHOLDERS) == (not problems)

@@ -8,8 +8,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import binom, fisher_exact
-from statsmodels.stats.proportion import power_proportions_2indep, samplesize_proportions_2indep_onetail
 
 from lab.compare.inference import Stratum, stratified_test
 from lab.compare.power import (
@@ -25,12 +23,16 @@ from lab.report.power import fisher_region
 
 @pytest.mark.parametrize(("nb", "nc"), [(5, 5), (5, 7), (8, 8), (3, 9), (1, 4)])
 def test_fisher_rejection_region_is_scipys(nb: int, nc: int) -> None:
+    from scipy.stats import fisher_exact  # imported by the tests using it
+
     scipy_region = {(b, c) for b in range(nb + 1) for c in range(nc + 1)
                     if fisher_exact([[c, nc - c], [b, nb - b]]).pvalue <= 0.05}
     assert fisher_region(nb, nc, 0.05) == scipy_region
 
 
 def test_fisher_power_is_the_probability_of_scipys_rejections() -> None:
+    from scipy.stats import binom, fisher_exact  # imported by the tests using it
+
     nb = nc = 10
     expected = sum(binom.pmf(b, nb, 0.3) * binom.pmf(c, nc, 0.8)
                    for b in range(nb + 1) for c in range(nc + 1)
@@ -39,6 +41,8 @@ def test_fisher_power_is_the_probability_of_scipys_rejections() -> None:
 
 
 def test_one_stratum_power_is_statsmodels_without_the_continuity_correction_at_large_n() -> None:
+    from statsmodels.stats.proportion import power_proportions_2indep  # imported by the tests using it
+
     # the half-step correction is 1/n: negligible at n = 100,000, so the formulas must agree
     ref = power_proportions_2indep(0.01, 0.5, 100_000, alpha=0.05).power
     assert aggregate_power([0.5], [0.51], [100_000], [100_000]) == pytest.approx(float(ref), abs=2e-3)
@@ -73,6 +77,8 @@ def test_predicted_power_holds_where_every_task_moves_to_a_rate_of_one(k: int, s
 
 
 def test_task_runs_beyond_the_exact_range_is_the_corrected_normal_size() -> None:
+    from statsmodels.stats.proportion import samplesize_proportions_2indep_onetail  # imported by the tests using it
+
     n0 = samplesize_proportions_2indep_onetail(0.05, 0.5, 0.8, alpha=0.05, alternative="two-sided")
     corrected = n0 / 4 * (1 + math.sqrt(1 + 4 / (n0 * 0.05))) ** 2  # Fleiss, Tytun & Ury (1980)
     assert abs(task_runs_for_difference(0.5, 0.05) - corrected) <= 2  # statsmodels uses the mean rate apart

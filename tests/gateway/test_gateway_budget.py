@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import httpx
-import openai
 import pytest
 
 from lab.gateway import Gateway, GatewayBudget
@@ -49,6 +48,8 @@ def test_a_call_past_max_turns_is_refused_and_halts_once(make_gateway: MakeGatew
 
 def test_the_refusal_is_a_budget_exceeded_error_the_sdk_does_not_retry(
         make_gateway: MakeGateway, provider: LocalHTTPServer) -> None:
+    import openai  # a second of import: only the tests that name its errors pay for it
+
     provider.handler = ScriptedStub([Turn(text="ok")])
     gateway = make_gateway(budget=GatewayBudget(max_turns=1))
     with sdk(gateway.address.base_url, max_retries=2) as client:

@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
-import openai
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -157,6 +156,8 @@ def test_an_oversize_answer_is_refused_without_being_kept(make_gateway: MakeGate
 
 
 def test_the_agent_sdk_sees_an_error_it_raises(make_gateway: MakeGateway, provider: LocalHTTPServer) -> None:
+    import openai  # a second of import: only the tests that name its errors pay for it
+
     provider.handler = lambda request, response: response.send_json(503, {"error": {"message": "down"}})
     gateway = make_gateway(upstream(provider), retry=RetryPolicy(max_retries=0))
 

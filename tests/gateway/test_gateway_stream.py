@@ -6,7 +6,6 @@ import threading
 from collections.abc import Callable
 
 import httpx
-import openai
 import pytest
 
 from lab.gateway import Gateway
@@ -109,6 +108,8 @@ def test_a_call_without_usage_makes_the_total_unknown(make_gateway: MakeGateway,
 
 def test_a_stream_the_provider_breaks_after_output_ends_with_an_error_event(
         make_gateway: MakeGateway, provider: LocalHTTPServer, halts: Halts) -> None:
+    import openai  # a second of import: only the tests that name its errors pay for it
+
     def handler(request: Request, response: Response) -> None:
         response.start(200, {"Content-Type": "text/event-stream"}, chunked=True)
         response.write(CHAT_EVENTS[0])
