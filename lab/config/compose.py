@@ -198,7 +198,8 @@ def _compose(overrides: list[str], conf_dir: Path) -> tuple[dict[str, Any], str,
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3", job_name="lab"):
-            cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+            cfg = compose(config_name="config", overrides=[*_unread_hydra_groups(overrides), *overrides],
+                          return_hydra_config=True)
             variant = str(cfg.hydra.runtime.choices.get("variant") or "baseline")
             sources = tuple(f"{s.schema}://{s.path}" for s in cfg.hydra.runtime.config_sources)
             with open_dict(cfg):
@@ -208,6 +209,19 @@ def _compose(overrides: list[str], conf_dir: Path) -> tuple[dict[str, Any], str,
         GlobalHydra.instance().clear()
     assert isinstance(data, dict)
     return {str(k): v for k, v in data.items()}, variant, sources
+
+
+HYDRA_GROUPS_UNREAD = ("job_logging", "hydra_logging", "help", "hydra_help", "output", "env", "launcher", "sweeper")
+"""Hydra's own config groups, which the composed data never reads: logging, help texts, the output
+directory, the launcher and the sweeper (a sweep runs through ``hydra.main``, :mod:`lab.build.multirun`,
+which composes them). Leaving them out makes a compose about a quarter cheaper and changes no key of
+the data: the ``hydra`` node is dropped, and its dataclass defaults still fill it."""
+
+
+def _unread_hydra_groups(overrides: Sequence[str]) -> list[str]:
+    """``~hydra/<group>`` for each of :data:`HYDRA_GROUPS_UNREAD` that ``overrides`` does not name."""
+    named = {text.split("=", 1)[0].lstrip("~+").split("@", 1)[0] for text in overrides}
+    return [f"~hydra/{group}" for group in HYDRA_GROUPS_UNREAD if f"hydra/{group}" not in named]
 
 
 def _override_problems(overrides: list[str], conf_dir: Path, *, failed: Exception | None = None) -> list[str]:
