@@ -1,15 +1,20 @@
-"""A compose leaves out Hydra's own config groups that the data never reads, and gets the same data.
+"""A compose leaves out Hydra's own config groups that the data never reads, and gets the same answer.
 
 :func:`lab.config.compose._compose` deletes ``hydra/job_logging``, ``hydra/help`` … from the defaults
-list. Each case here is also composed the plain way (every Hydra group, as ``hydra.main`` would), and
-the resolved data, the variant choice and the config sources must be equal.
+list, and composes again with them when that fails. Each case here is also composed the plain way
+(every Hydra group, as ``hydra.main`` would): the resolved data, the variant choice and the config
+sources must be equal, or both must fail with the same error.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from omegaconf import OmegaConf, open_dict
 
 from lab.config.compose import HYDRA_GROUPS_UNREAD, _compose, _unread_hydra_groups
@@ -37,13 +42,26 @@ def plain_compose(overrides: list[str]) -> tuple[dict[str, object], str, tuple[s
     return {str(k): v for k, v in data.items()}, variant, sources
 
 
+def answer(compose: Callable[[list[str]], object], overrides: list[str]) -> object:
+    try:
+        return compose(list(overrides))
+    except Exception as exc:  # noqa: BLE001  # Hydra's and OmegaConf's many types: compared by type and text
+        return type(exc).__name__, str(exc)
+
+
 @pytest.mark.parametrize("overrides", [
     [],
     ["mode=replay", "variant=no-compaction", "agent=reference", "k=3", "provider.model=m"],
     ["hydra/launcher=basic", "hydra.job.name=x", "suite=core", "executor=ray", "sandbox=none"],
-], ids=["defaults", "groups-and-keys", "a-hydra-group-named"])
-def test_the_lean_compose_gives_the_plain_composes_data(overrides: list[str]) -> None:
-    assert _compose(list(overrides), CONF_DIR) == plain_compose(list(overrides))
+    ["hydra.job_logging.root.level=DEBUG", "hydra.sweeper.max_batch_size=3", "+hydra.hydra_help.x=1"],
+    ["kk=1"],
+    ["hydra.launcher.n_jobs=2"],
+], ids=["defaults", "groups-and-keys", "a-hydra-group-named", "keys-of-left-out-groups", "unknown-key",
+        "unknown-hydra-key"])
+def test_the_lean_compose_answers_as_the_plain_one(overrides: list[str]) -> None:
+    lean = answer(lambda o: _compose(o, CONF_DIR), overrides)
+    assert lean == answer(plain_compose, overrides)
+    assert isinstance(lean, tuple) and (len(lean) == 3) == (overrides not in (["kk=1"], ["hydra.launcher.n_jobs=2"]))
 
 
 def test_a_group_the_overrides_name_is_left_to_them() -> None:
@@ -51,3 +69,15 @@ def test_a_group_the_overrides_name_is_left_to_them() -> None:
     assert _unread_hydra_groups(["k=2"]) == every
     kept = _unread_hydra_groups(["hydra/launcher=basic", "~hydra/help", "+hydra/sweeper@hydra.x=basic"])
     assert kept == [g for g in every if g not in ("~hydra/launcher", "~hydra/help", "~hydra/sweeper")]
+
+
+VOCABULARY = ["mode=replay", "mode=record", "variant=small-context", "agent=codex", "provider=scripted", "k=2",
+              "jobs=0", "seed=x", "hydra/launcher=basic", "~hydra/help", "hydra.job_logging.version=2",
+              "hydra.sweeper.max_batch_size=1", "hydra.verbose=true", "hydra.launcher.n_jobs=2", "kk=1",
+              "+hydra.help.extra=1", "hydra/job_logging=none", "sandbox=none", "suite=holdout"]
+
+
+@settings(max_examples=5, deadline=None, derandomize=True, database=None)  # 2 to 6 composes each
+@given(st.lists(st.sampled_from(VOCABULARY), max_size=4, unique=True))
+def test_any_override_list_gets_the_plain_composes_answer(overrides: list[str]) -> None:
+    assert answer(lambda o: _compose(o, CONF_DIR), overrides) == answer(plain_compose, overrides)
