@@ -4,9 +4,7 @@ most config tests pay), split into Hydra's compose and the lab's own checks arou
 Rows (CPU seconds of this process, ``time.process_time``, median of the repetitions, in ms):
 
 - ``compose_config`` of the same override list again, and of a new list each time (``k=<n>``);
-- ``_compose``: Hydra's compose and the plain-data conversion alone (the same new lists), and the
-  same with every one of Hydra's own groups composed (``HYDRA_GROUPS_UNREAD`` emptied: logging, help,
-  launcher … as ``hydra.main`` composes them), with the ratio;
+- ``_compose``: Hydra's compose and the plain-data conversion alone (the same new lists);
 - the lab's checks alone (variant file, overrides, data): ``compose_config`` with Hydra's answer
   given (``_compose`` replaced by the result it gave for that list), so other load on the machine
   does not drown a few milliseconds;
@@ -51,10 +49,6 @@ def main() -> None:
     same = cpu_ms(lambda i: compose_config(["suite=core"]), repeats)
     new = cpu_ms(lambda i: compose_config([f"k={i + 2}"]), repeats)
     hydra = cpu_ms(lambda i: _compose([f"k={i + 2}"], CONF_DIR), repeats)
-    groups = compose.HYDRA_GROUPS_UNREAD
-    compose.HYDRA_GROUPS_UNREAD = ()  # type: ignore[misc]
-    plain = cpu_ms(lambda i: _compose([f"k={i + 2}"], CONF_DIR), repeats)
-    compose.HYDRA_GROUPS_UNREAD = groups  # type: ignore[misc]
     answers = {(f"k={i + 2}",): _compose([f"k={i + 2}"], CONF_DIR) for i in range(repeats)}
     compose._compose = lambda overrides, conf_dir: answers[tuple(overrides)]  # type: ignore[assignment]
     checks = cpu_ms(lambda i: compose_config([f"k={i + 2}"]), repeats)
@@ -64,7 +58,6 @@ def main() -> None:
     print(f"compose_config, same overrides    {same:7.1f} ms CPU")
     print(f"compose_config, new overrides     {new:7.1f} ms CPU")
     print(f"  of which Hydra (_compose)       {hydra:7.1f} ms CPU")
-    print(f"  with every Hydra group          {plain:7.1f} ms CPU   (lean/plain {hydra / plain:.2f})")
     print(f"  the lab's checks alone          {checks:7.2f} ms CPU")
     print(f"compose_cached, miss              {miss:7.1f} ms CPU")
     print(f"compose_cached, hit               {hit:7.1f} ms CPU")

@@ -185,20 +185,7 @@ def boolean_problems(overrides: Sequence[str]) -> list[str]:
 
 def _compose(overrides: list[str], conf_dir: Path) -> tuple[dict[str, Any], str, tuple[str, ...]]:
     """Hydra compose → (resolved plain data, variant choice, config sources as ``scheme://path``).
-
-    Composed lean first (without :data:`HYDRA_GROUPS_UNREAD`), and again with every Hydra group when
-    that fails: an override or a config file may set a key of a group the lean compose left out
-    (``hydra.job_logging.root.level=DEBUG``), so the answer, data or error, is always that of Hydra's
-    full compose. The data cannot read the Hydra node: it is deleted before the data is resolved, and
-    the compose API sets no ``${hydra:…}`` resolver value. Raises Hydra's own errors."""
-    try:
-        return _hydra_compose(overrides, conf_dir, lean=True)
-    except Exception:  # noqa: BLE001  # the full compose below answers: its data or its own error
-        return _hydra_compose(overrides, conf_dir, lean=False)
-
-
-def _hydra_compose(overrides: list[str], conf_dir: Path, *,
-                   lean: bool) -> tuple[dict[str, Any], str, tuple[str, ...]]:
+    Raises Hydra's own errors."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf, open_dict
@@ -208,11 +195,10 @@ def _hydra_compose(overrides: list[str], conf_dir: Path, *,
 
     _register_schema()
     overrides = searchpath_overrides(user_config_dirs(), overrides)  # LAB_CONFIG_PATH's presets
-    unread = _unread_hydra_groups(overrides) if lean else []
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3", job_name="lab"):
-            cfg = compose(config_name="config", overrides=[*unread, *overrides], return_hydra_config=True)
+            cfg = compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
             variant = str(cfg.hydra.runtime.choices.get("variant") or "baseline")
             sources = tuple(f"{s.schema}://{s.path}" for s in cfg.hydra.runtime.config_sources)
             with open_dict(cfg):
@@ -222,19 +208,6 @@ def _hydra_compose(overrides: list[str], conf_dir: Path, *,
         GlobalHydra.instance().clear()
     assert isinstance(data, dict)
     return {str(k): v for k, v in data.items()}, variant, sources
-
-
-HYDRA_GROUPS_UNREAD = ("job_logging", "hydra_logging", "help", "hydra_help", "output", "env", "launcher", "sweeper")
-"""Hydra's own config groups, which the composed data never reads: logging, help texts, the output
-directory, the launcher and the sweeper (a sweep runs through ``hydra.main``, :mod:`lab.build.multirun`,
-which composes them). Leaving them out makes a compose about a quarter cheaper and changes no key of
-the data: the ``hydra`` node is dropped, and its dataclass defaults still fill it."""
-
-
-def _unread_hydra_groups(overrides: Sequence[str]) -> list[str]:
-    """``~hydra/<group>`` for each of :data:`HYDRA_GROUPS_UNREAD` that ``overrides`` does not name."""
-    named = {text.split("=", 1)[0].lstrip("~+").split("@", 1)[0] for text in overrides}
-    return [f"~hydra/{group}" for group in HYDRA_GROUPS_UNREAD if f"hydra/{group}" not in named]
 
 
 def _override_problems(overrides: list[str], conf_dir: Path, *, failed: Exception | None = None) -> list[str]:

@@ -34,7 +34,6 @@ from httpx_sse import EventSource, SSEError
 from lab.gateway.errors import UpstreamError
 from lab.gateway.exchange import SseEvent, UpstreamReply, body_exchange, is_terminal, reply_from_exchange, sse_exchange
 from lab.providers.base import Exchange
-from lab.providers.client import default_tls_context
 from lab.providers.deadline import call_deadline, guard_async_transport
 from lab.providers.decoding import ACCEPT_ENCODING
 from lab.providers.faults import retry_after_s
@@ -215,7 +214,7 @@ class LiveUpstream:
             # TCP_NODELAY: httpcore writes headers and body separately; with Nagle's algorithm the
             # body waits for the server's delayed ACK (~40 ms per call on Linux loopback).
             transport = self.transport or guard_async_transport(httpx.AsyncHTTPTransport(
-                verify=default_tls_context(), socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]))
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]))
             self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s), trust_env=False,
                                              proxy=self.proxy, transport=transport, follow_redirects=False)
         return self._client

@@ -114,26 +114,6 @@ def proxy_for(env: Mapping[str, str], url: str) -> str | None:
     return None
 
 
-def default_tls_context() -> ssl.SSLContext:
-    """What httpx verifies servers with by default, made once per process and CA source: the CA file
-    of ``SSL_CERT_FILE``, else the directory of ``SSL_CERT_DIR`` (this process's environment, read on
-    each call), else certifi's bundle. httpx loads the bundle again for every transport it builds
-    with ``verify=True`` (~20 ms of CPU each).
-
-    Raises:
-        OSError, ssl.SSLError: the CA file or directory cannot be loaded (as httpx would).
-    """
-    import os
-
-    cafile = os.environ.get("SSL_CERT_FILE") or None
-    cadir = None if cafile else os.environ.get("SSL_CERT_DIR") or None
-    if cafile is None and cadir is None:
-        import certifi
-
-        cafile = certifi.where()
-    return _tls_context(cafile, cadir)
-
-
 @functools.lru_cache(maxsize=8)
 def _tls_context(cafile: str | None, cadir: str | None) -> ssl.SSLContext:
     """One TLS context per CA file/directory and process: loading a CA bundle costs ~0.1–0.4 s
