@@ -128,8 +128,9 @@ def new_temp_dir(factory: pytest.TempPathFactory, name: str) -> Path:
 
 @pytest.fixture
 def tmp_path(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """pytest's ``tmp_path`` (a new directory per test, kept after the session as pytest keeps its
-    own), made by :func:`new_temp_dir` instead of a numbered dir."""
+    """pytest's ``tmp_path`` (a new directory per test), made by :func:`new_temp_dir` instead of a
+    numbered dir. Every one is kept after the session, as pytest's default retention policy
+    (``all``) keeps its own; ``tmp_path_retention_policy`` is not read."""
     return new_temp_dir(tmp_path_factory, re.sub(r"\W", "_", request.node.name)[:30])
 
 
