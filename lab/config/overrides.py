@@ -153,6 +153,10 @@ def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_di
         return (f"config: {bad}: the option name reads as a number or boolean; quote it: "
                 f"{key}=\"'{value}'\"")
     group = re.search(r"Could not find '([^']+)'", text)
+    if group and group.group(1).startswith("hydra/"):  # a group of Hydra's own (job_logging, launcher …)
+        hydra_group, _, option = group.group(1).rpartition("/")
+        return (f"config: no option '{option}' in Hydra's group '{hydra_group}' "
+                f"(available: {', '.join(hydra_group_options(hydra_group, conf_dir))})")
     if group:
         name = group.group(1)
         folder = name.split("/")[0]
@@ -181,6 +185,20 @@ def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_di
         shown = overrides[0] if len(overrides[0]) <= 80 else overrides[0][:77] + "…"
         return f"config: bad override '{shown}': {detail}"
     return f"config: {detail}"
+
+
+def hydra_group_options(group: str, conf_dir: Path) -> list[str]:
+    """The options of one of Hydra's own config groups (``hydra/launcher``: ``basic``, and
+    ``joblib`` when its plugin is installed), as Hydra lists them with ``conf_dir`` as the config dir."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir), version_base="1.3", job_name="lab"):
+            return list(GlobalHydra.instance().config_loader().get_group_options(group))
+    finally:
+        GlobalHydra.instance().clear()
 
 
 def relative_to_conf(path: Path) -> str:

@@ -55,6 +55,8 @@ COMPOSE_ERRORS = [
     ("agent.limits.nope=1", "unknown key 'agent.limits.nope'"),
     ("k=abc", "bad value in override 'k=abc'"),
     ("suite=nope", "no option 'nope' in group 'suite'"),
+    ("hydra/job_logging=nope",  # one of Hydra's own groups: its options, not conf/'s
+     "config: no option 'nope' in Hydra's group 'hydra/job_logging' (available: default, disabled, none, stdout)"),
     ("k=[1", "cannot parse override 'k=[1'"),
     ("variant=baseline,no-compaction", "'variant=baseline,no-compaction' is a sweep"),
     ("tasks=edit-file", "not a ListConfig, list or tuple. (a list: write tasks=[edit-file])"),
