@@ -45,12 +45,23 @@ def creator(basename: str, plan: Callable[[], T], build: Callable[[T], Iterator[
             *, prefix: str = "") -> Iterator[dict[str, Any]]:
     """The shape of every task creator: nothing unless ``basename`` was asked for;
     ``plan()`` composes and checks everything up front, and a LabError it raises
-    becomes a one-line usage error (exit 1) before anything runs."""
+    becomes a one-line usage error (exit 1) before anything runs.
+
+    Every task writes straight to the process's stdout and stderr (doit's
+    ``io: {"capture": False}``). doit's capture swaps ``sys.stdout`` and
+    ``sys.stderr`` for the whole process while an action runs; with ``jobs=N``
+    the threads' swaps interleave, later actions write through other actions'
+    stale capture buffers from several threads at once, and CPython can crash
+    there (a segmentation fault, or an object read as another: "'str' object has
+    no attribute 'write'"). The lab's tasks all have verbosity 2, so doit never
+    shows what it would have captured."""
     if not requested(basename):
         return
     try:
         planned = plan()
     except LabError as exc:
-        yield from usage_error_tasks(basename, f"{prefix}{exc}", progress=progress_requested())
-        return
-    yield from build(planned)
+        tasks = usage_error_tasks(basename, f"{prefix}{exc}", progress=progress_requested())
+    else:
+        tasks = build(planned)
+    for task in tasks:
+        yield {**task, "io": {"capture": False}}

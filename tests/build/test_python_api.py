@@ -50,6 +50,20 @@ def test_run_eval_calls_back_and_returns_a_typed_summary(data_dir: Path) -> None
     assert again == [] and (second.passes, len(second.attempts)) == (4, 4)
 
 
+def test_runs_in_threads_write_to_the_process_streams_not_to_swapped_capture_buffers(data_dir: Path) -> None:
+    # doit's output capture swaps sys.stdout for the whole process while an action runs; runs in several
+    # threads then write through each other's stale buffers, and CPython can crash there. Every run
+    # action must see the process's own streams, the same objects in every thread.
+    from doit.action import Writer
+
+    seen: list[tuple[Any, Any]] = []
+    summary = run_eval(["suite=core", "provider=scripted", "k=3", TWO_TASKS, "jobs=2"],
+                       on_attempt=lambda _: seen.append((sys.stdout, sys.stderr)))
+    assert summary.exit_code == 0 and len(seen) == 6
+    assert len({id(out) for out, _ in seen}) == 1 and len({id(err) for _, err in seen}) == 1, seen
+    assert not isinstance(seen[0][0], Writer) and not isinstance(seen[0][1], Writer)
+
+
 def test_run_eval_raises_the_reason_and_ends_events_with_run_error(data_dir: Path) -> None:
     events: list[dict[str, Any]] = []
     with pytest.raises(LabError, match="which is not granted"):
