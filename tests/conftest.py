@@ -134,6 +134,22 @@ def tmp_path(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     return new_temp_dir(tmp_path_factory, re.sub(r"\W", "_", request.node.name)[:30])
 
 
+@pytest.fixture(scope="session", autouse=True)
+def commands_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The cache dir of the lab commands tests start (``lab_env``) and of module- and session-scoped
+    fixtures (they run before ``clean_env``): one per session, shared by the test workers (under the
+    session's base temp dir, not a worker's), never the user's ``~/.cache/reliability-lab``."""
+    from tests.helpers.lab_process import SHARED_CACHE
+
+    base = tmp_path_factory.getbasetemp()
+    cache = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "commands-cache"
+    cache.mkdir(mode=0o700, exist_ok=True)
+    SHARED_CACHE["dir"] = str(cache)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LAB_CACHE_DIR", str(cache))
+        yield cache
+
+
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """No LAB_* variables or API keys leak in; the run store lives in a temp dir."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lab.console import ClosedPipeTolerant
-from tests.helpers.lab_process import BIN, ROOT
+from tests.helpers.lab_process import BIN, ROOT, command_env
 
 
 def test_writes_after_the_reader_closed_are_discarded() -> None:
@@ -31,7 +31,7 @@ def test_writes_after_the_reader_closed_are_discarded() -> None:
 
 
 def _env(data: Path) -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {"LAB_DATA_DIR": str(data)}
+    return command_env() | {"LAB_DATA_DIR": str(data)}
 
 
 ARGV = [str(BIN / "lab"), "run", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]",

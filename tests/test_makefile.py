@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.lab_process import ROOT
+from tests.helpers.lab_process import ROOT, command_env
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 
@@ -32,9 +32,8 @@ def _checkout(tmp_path: Path) -> Path:
 
 
 def _make(target: str, where: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    import os
 
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("LAB_", "MAKE"))} | env
+    environ = {k: v for k, v in command_env().items() if not k.startswith("MAKE")} | env
     return subprocess.run(["make", "--no-print-directory", "-C", str(where), target], env=environ,
                           capture_output=True, text=True, check=False, timeout=60)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -38,6 +39,6 @@ def test_importing_lab_loads_no_heavy_dependency() -> None:
 def test_run_suite_returns_the_report(tmp_path: object) -> None:
     code = ("from lab import run_suite; doc = run_suite(['suite=core', 'mode=replay', 'json=true']); "
             "print('RESULT', doc['summary']['passes'], doc['header']['mode'])")
-    env = {"LAB_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    env = {"LAB_DATA_DIR": str(tmp_path), "LAB_CACHE_DIR": os.environ["LAB_CACHE_DIR"], "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
     assert "RESULT 5 replay" in out.splitlines()[-1]

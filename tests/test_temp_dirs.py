@@ -27,3 +27,24 @@ def test_each_test_has_a_new_private_tmp_path_and_run_store(n: int, tmp_path: Pa
     assert tmp_path.name.startswith("test_each_test_has_a_new_priv")
     assert len(set(dirs)) == 3 and not set(dirs) & set(SEEN)
     SEEN.extend(dirs)
+
+
+
+def test_the_lab_commands_of_tests_share_a_session_cache_dir_never_the_users(
+        tmp_path: Path, commands_cache_dir: Path, tmp_path_factory: pytest.TempPathFactory,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.helpers.lab_process import run_cmd
+
+    base = tmp_path_factory.getbasetemp()
+    assert commands_cache_dir.parent in (base, base.parent)  # the session's, shared by the test workers
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+
+    def entries() -> set[tuple[str, int]]:
+        return {(p.name, p.stat().st_mtime_ns) for p in (commands_cache_dir / "config").glob("*.json")}
+
+    before = entries()
+    result = run_cmd(["lab", "run", "suite=core", "provider=scripted", "k=1", "tasks=[edit-file]"], tmp_path / "runs")
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "home").exists()  # nothing under ~/.cache/reliability-lab
+    assert entries() - before  # its configuration was remembered there (a new entry, or one rewritten)

@@ -23,7 +23,7 @@ import pytest
 
 from lab.paths import CASSETTES_DIR, SUITES_DIR
 from lab.stamps import stamp
-from tests.helpers.lab_process import BIN, ROOT
+from tests.helpers.lab_process import BIN, ROOT, command_env
 
 pytestmark = pytest.mark.slow
 
@@ -91,7 +91,7 @@ class Run:
 def lab(tmp_path: Path) -> Lab:
     shutil.copytree(SUITES_DIR / "smoke-coding", tmp_path / "suites" / "smoke-coding", symlinks=True)
     shutil.copytree(CASSETTES_DIR / "smoke-coding", tmp_path / "cassettes" / "smoke-coding")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_") and k != "OPENAI_BASE_URL"}
+    env = {k: v for k, v in command_env().items() if k != "OPENAI_BASE_URL"}
     env["LAB_DATA_DIR"] = str(tmp_path / "runs")
     real = shutil.which("bwrap")
     if real is not None:  # a stand-in that logs every start of bubblewrap, then starts it

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import pytest
 
 from lab import Attempt, EvalSummary, IncompatibleRecords, LabError, run_eval, summarise_records
 from lab.errors import RecordVersionError
-from tests.helpers.lab_process import ROOT
+from tests.helpers.lab_process import ROOT, command_env
 from tests.helpers.records import make_record
 from tests.helpers.schemas import assert_valid
 
@@ -160,7 +159,7 @@ def test_the_docs_example_runs_as_pasted(tmp_path: Path) -> None:
     text = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     example = re.search(r"```python\n(.*?)```", text, re.DOTALL)
     assert example is not None
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env = command_env()
     env["LAB_DATA_DIR"] = str(tmp_path / "runs")
     result = subprocess.run([sys.executable, "-c", example.group(1)], cwd=tmp_path, env=env, capture_output=True,
                             text=True, timeout=300, check=False)

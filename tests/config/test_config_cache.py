@@ -26,7 +26,7 @@ from lab.config.cache import compose_cached
 from lab.config.compose import compose_config
 from lab.errors import ConfigError
 from lab.paths import CONF_DIR
-from tests.helpers.lab_process import ROOT
+from tests.helpers.lab_process import ROOT, command_env
 
 # One worker for the module: its module-scoped copies of conf/ are composed once.
 pytestmark = pytest.mark.xdist_group("config-cache")
@@ -333,7 +333,7 @@ def test_a_remembered_compose_loads_neither_hydra_nor_omegaconf(tmp_path: Path) 
             "c = compose_cached(['suite=core', 'k=2']); "
             "print(json.dumps({'hydra': 'hydra' in sys.modules, 'omegaconf': 'omegaconf' in sys.modules, "
             "'hash': c.config_hash(), 'data': c.data}))")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env = command_env()
     env["LAB_DATA_DIR"] = str(tmp_path / "runs")
     env["LAB_CACHE_DIR"] = str(tmp_path / "cache")  # its own: the first child must compose
 

@@ -15,7 +15,7 @@ from lab.config.compose import compose_config
 from lab.config.searchpath import searchpath_overrides, user_config_dirs
 from lab.errors import ConfigError
 from lab.paths import CONF_DIR
-from tests.helpers.lab_process import run_script
+from tests.helpers.lab_process import command_env, run_script
 
 OLD_S = 1_000_000_000
 
@@ -125,7 +125,7 @@ def test_the_remembered_config_follows_the_user_presets(user_conf: Path, tmp_pat
 def test_an_installed_lab_runs_a_user_agent_preset_from_anywhere(tmp_path: Path) -> None:
 
     presets = _user_dir(tmp_path / "presets")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env = command_env()
     env.update(LAB_CONFIG_PATH=str(presets), LAB_DATA_DIR=str(tmp_path / "runs"))
     result = run_script(["lab", "run", "agent=my-agent", "provider=scripted", "suite=smoke-coding",
                          "tasks=[rename-symbol]", "k=1", "sandbox=none", "json=true"], cwd=tmp_path, env=env)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -11,14 +10,14 @@ import pytest
 from lab.build.ci import recorded_provider
 from lab.errors import ConfigError
 from tests.helpers.http_server import LocalHTTPServer
-from tests.helpers.lab_process import run_cmd, run_script
+from tests.helpers.lab_process import command_env, run_cmd, run_script
 from tests.helpers.openai_stub import ScriptedStub, Turn
 
 pytestmark = pytest.mark.slow
 
 
 def _record(argv: list[str], data: Path, **env: str) -> None:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    full = command_env()
     full.update(env, LAB_DATA_DIR=str(data))
     result = run_script(argv, env=full)
     assert result.returncode in (0, 1), result.stdout + result.stderr

@@ -8,7 +8,6 @@ to ``/v1/v1/chat/completions`` never reaches the model: an error naming the path
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
-from tests.helpers.lab_process import run_script
+from tests.helpers.lab_process import command_env, run_script
 from tests.helpers.openai_stub import ScriptedStub, Turn
 from tests.helpers.schemas import assert_valid
 
@@ -52,7 +51,7 @@ def outage() -> Iterator[tuple[LocalHTTPServer, Outage]]:
 
 
 def lab_run(data_dir: Path, server: LocalHTTPServer, *more: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env = command_env()
     env.update(LAB_DATA_DIR=str(data_dir), LAB_TEST_KEY="sk-test-outage-0123456789")
     args = ["run", "suite=smoke-coding", "agent=reference", "provider=openai", "preflight=false",
             f"provider.base_url={server.url}/v1", "provider.api_key_env=LAB_TEST_KEY", "provider.max_retries=1",

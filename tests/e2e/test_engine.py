@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import signal
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.lab_process import BIN, ROOT, run_cmd, run_script, start_script
+from tests.helpers.lab_process import BIN, ROOT, command_env, run_cmd, run_script, start_script
 
 pytestmark = pytest.mark.slow
 UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -32,7 +31,7 @@ PLANNED = 9
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupt_mid_eval_exits_130_publishes_nothing_and_resumes(tmp_path: Path, signum: int) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env = command_env()
     env["LAB_DATA_DIR"] = str(tmp_path)
     temp = tmp_path / "tmp"  # the process's temp root (its task copies) must be gone after the interrupt
     temp.mkdir()
@@ -151,7 +150,7 @@ def test_editing_a_tool_description_in_the_harness_fails_ci_naming_the_field(tmp
     edited = text.replace('Tool("read_file", "Read a text file.', 'Tool("read_file", "Carefully read a text file.', 1)
     assert edited != text, "could not find the read_file tool description"
     tools.write_text(edited)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env = command_env()
     env["LAB_DATA_DIR"] = str(tmp_path / "runs")
     # One suite's replays: every recorded request carries the tool descriptions.
     result = subprocess.run([str(BIN / "python"), "-m", "doit", "ci", "suite=core"], cwd=copy, env=env,

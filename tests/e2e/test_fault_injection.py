@@ -8,7 +8,6 @@ no traceback, and records on disk that equal the published report
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import threading
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
-from tests.helpers.lab_process import run_cmd, run_script, start_script
+from tests.helpers.lab_process import command_env, run_cmd, run_script, start_script
 from tests.helpers.schemas import assert_jsonl_valid, assert_valid
 
 pytestmark = pytest.mark.slow
@@ -63,7 +62,7 @@ def live_args(stub: Stub, *more: str) -> list[str]:
 
 
 def run_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env = command_env()
     env.update(LAB_DATA_DIR=str(data_dir), **extra)
     return env
 

@@ -13,7 +13,7 @@ import pytest
 from lab.report.build import SCRIPTED_NOTE
 from lab.schemas import load_schema
 from tests.helpers.http_server import LocalHTTPServer, Request, Response, closed_port_url
-from tests.helpers.lab_process import ROOT, run_cmd, run_script
+from tests.helpers.lab_process import ROOT, command_env, run_cmd, run_script
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +29,7 @@ def report_dir_of(stdout: str) -> Path:
 
 def run_env(argv: list[str], data_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
     """Like run_cmd, with extra environment variables (the provider's)."""
-    full = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    full = command_env()
     full.update(env, LAB_DATA_DIR=str(data_dir))
     return run_script(argv, env=full)
 

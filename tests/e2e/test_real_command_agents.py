@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.http_server import LocalHTTPServer, closed_port_url
-from tests.helpers.lab_process import BIN, ROOT
+from tests.helpers.lab_process import BIN, ROOT, command_env
 from tests.helpers.openai_stub import ScriptedStub, Turn
 
 pytestmark = [pytest.mark.agents, pytest.mark.slow]
@@ -40,7 +40,7 @@ def agents_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def lab(argv: list[str], data_dir: Path, agents_dir: Path, timeout_s: float = 1800) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env = command_env()
     env.update(LAB_DATA_DIR=str(data_dir), LAB_AGENTS_DIR=str(agents_dir), LAB_TEST_STUB_KEY="sk-stub-key")
     return subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=ROOT, env=env, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL, timeout=timeout_s, check=False)

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.lab_process import BIN, ROOT
+from tests.helpers.lab_process import BIN, ROOT, command_env
 
 pytestmark = pytest.mark.slow
 
 
 def test_eval_on_a_terminal_shows_progress_and_finishes(tmp_path: Path) -> None:
     master, slave = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env = command_env()
     env.update(LAB_DATA_DIR=str(tmp_path), TERM="xterm-256color", COLUMNS="120")
     proc = subprocess.Popen([str(BIN / "doit"), "eval", "suite=core", "mode=replay", "k=2"], cwd=ROOT, env=env,
                             stdin=subprocess.DEVNULL, stdout=slave, stderr=slave)

@@ -11,7 +11,6 @@ output, a verifier's stderr, a provider response and a gateway header.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ import pytest
 
 from lab.files import split_lines
 from tests.helpers.http_server import LocalHTTPServer, Request, Response
-from tests.helpers.lab_process import run_script
+from tests.helpers.lab_process import command_env, run_script
 from tests.helpers.schemas import assert_jsonl_valid, assert_valid
 
 pytestmark = pytest.mark.slow
@@ -116,7 +115,7 @@ def write_suite(root: Path) -> None:
 
 
 def lab(argv: list[str], data: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env = command_env()
     env.update(LAB_DATA_DIR=str(data), **env_extra)
     return run_script(argv, env=env)
 

@@ -12,7 +12,6 @@ the boundary of ``remove_workspace`` instead.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from lab.build.graph import prepare
 from lab.errors import WorkspaceError
 from lab.execute.run import execute_run
 from tests.helpers.hostile_tree import immutable, release
-from tests.helpers.lab_process import run_script
+from tests.helpers.lab_process import command_env, run_script
 from tests.helpers.schemas import assert_valid
 
 TASKS = ("a-stuck", "b-plain", "c-plain", "d-plain")
@@ -64,7 +63,7 @@ def test_an_unremovable_task_copy_errors_one_run_and_the_report_is_published(tmp
     release(probe)
     suite, data, tmpdir = _suite(tmp_path), tmp_path / "data", tmp_path / "tmp"
     tmpdir.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env = command_env()
     env.update(LAB_DATA_DIR=str(data), TMPDIR=str(tmpdir))
     try:
         result = run_script(["lab", "run", "suite=external", f"suite.path={suite}", "provider=scripted", "k=1",

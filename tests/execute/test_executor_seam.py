@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
@@ -14,7 +13,7 @@ from lab.config.compose import compose_config
 from lab.errors import ConfigError
 from lab.execute.call_cap import GatedProvider, local_call_gate
 from lab.execute.executor import LocalExecutor, executor_for
-from tests.helpers.lab_process import ROOT, run_cmd
+from tests.helpers.lab_process import ROOT, command_env, run_cmd
 
 
 def test_an_unknown_executor_names_the_known_ones() -> None:
@@ -68,7 +67,7 @@ def test_the_local_call_gate_caps_calls_per_endpoint_within_the_process() -> Non
 
 def _imported(argv: list[str], data_dir: Path) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """Run ``python -X importtime ARGV`` and return the top-level packages it imported."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {"LAB_DATA_DIR": str(data_dir)}
+    env = command_env() | {"LAB_DATA_DIR": str(data_dir)}
     result = subprocess.run([sys.executable, "-X", "importtime", *argv], cwd=ROOT, env=env, capture_output=True,
                             text=True, stdin=subprocess.DEVNULL, timeout=120, check=False)
     modules = {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in result.stderr.splitlines()

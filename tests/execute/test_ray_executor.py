@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.done_stub import DoneStub, done_stub
-from tests.helpers.lab_process import BIN, ROOT, run_cmd
+from tests.helpers.lab_process import BIN, ROOT, command_env, run_cmd
 from tests.helpers.ray_cluster import STUB_KEY_ENV, RayCluster, events, make_suite, start_cluster, started
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
@@ -214,7 +214,7 @@ def test_lost_workers_failing_runs_the_provider_cap_and_ctrl_c_on_the_cluster_th
     argv = ["lab", "run", f"suite_dir={suites}", "suite=faults", "provider=openai", f"provider.base_url={url}",
             f"provider.api_key_env={STUB_KEY_ENV}", "provider.max_concurrent_calls=1", "preflight=false", "k=1",
             "yes=true", "sandbox=none", "trust_local=true", "jobs=4", "executor.max_retries=1", *on_ray(cluster)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {"LAB_DATA_DIR": str(tmp_path / "runs")}
+    env = command_env() | {"LAB_DATA_DIR": str(tmp_path / "runs")}
     with open(tmp_path / "stdout", "w", encoding="utf-8") as stdout:
         driver = subprocess.Popen([str(BIN / "lab"), *argv[1:]], cwd=ROOT, env=env, stdout=stdout,
                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
@@ -276,7 +276,7 @@ def test_a_worker_with_another_lab_refuses_the_run_naming_both_digests(cluster: 
     # as Ray's job submission does (the driver itself runs this lab). From another directory: Ray puts the
     # driver's working directory first on its workers' path.
     job = {"runtime_env": {"env_vars": {"PYTHONPATH": str(other)}}}
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")} | {
+    env = command_env() | {
         "LAB_DATA_DIR": str(tmp_path / "runs"), "RAY_JOB_CONFIG_JSON_ENV_VAR": json.dumps(job)}
     result = subprocess.run([str(BIN / "lab"), "run", "suite=smoke-coding", "mode=replay", "tasks=[rename-symbol]",
                              "sandbox=none", *on_ray(cluster)], cwd=tmp_path, env=env,

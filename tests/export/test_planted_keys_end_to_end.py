@@ -11,7 +11,6 @@ planted key in any spelling, and the export must succeed without ``redact=true``
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 from lab.replay.scrub import stream_texts
 from tests.helpers.http_server import LocalHTTPServer
 from tests.helpers.key_corpus import corpus, secrets_of
-from tests.helpers.lab_process import run_script
+from tests.helpers.lab_process import command_env, run_script
 from tests.helpers.openai_stub import ScriptedStub, Turn
 
 TASK = "fix-default-argument"
@@ -56,7 +55,7 @@ def test_no_planted_key_reaches_the_data_dir_the_cache_dir_cassettes_or_an_expor
     secrets = secrets_of(entries)
     everything = "\n".join(text for text, _ in entries.values())
     data, cache, cassettes = tmp_path / "data", tmp_path / "cache", tmp_path / "cassettes"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env = command_env()
     env.update(LAB_DATA_DIR=str(data), LAB_CACHE_DIR=str(cache), LAB_TEST_PLANTED_KEY="sk-test-unrelated-0123456789ab")
     turns = [Turn(calls=(("write_file", {"path": "creds.txt", "content": everything}),)),
              Turn(calls=(("search", {"pattern": "[A-Za-z0-9]", "path": "creds.txt"}),)),

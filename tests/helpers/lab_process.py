@@ -19,11 +19,24 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 FRESH = {"processes": False}
 """Set by ``--fresh-processes`` (tests/conftest.py): every command a fresh interpreter."""
+SHARED_CACHE: dict[str, str] = {}
+"""``dir``: the ``LAB_CACHE_DIR`` of every command :func:`lab_env` describes, one directory per test session
+(set by tests/conftest.py). The commands of all tests share it, as a user's commands share their cache dir;
+the user's own ``~/.cache/reliability-lab`` is never written."""
+
+
+def command_env() -> dict[str, str]:
+    """The environment of a command a test starts: this process's without ``LAB_*`` variables, with
+    the session's cache dir (:data:`SHARED_CACHE`) as ``LAB_CACHE_DIR``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    if SHARED_CACHE:
+        env["LAB_CACHE_DIR"] = SHARED_CACHE["dir"]
+    return env
 
 
 def lab_env(data_dir: Path, **extra: str) -> dict[str, str]:
-    """This process's environment without ``LAB_*`` variables, the run store ``data_dir`` and ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    """:func:`command_env` with the run store ``data_dir`` and ``extra``."""
+    env = command_env()
     env.update(extra, LAB_DATA_DIR=str(data_dir))
     return env
 

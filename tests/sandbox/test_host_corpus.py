@@ -24,7 +24,7 @@ import pytest
 from lab.sandbox.bwrap import BwrapBackend
 from lab.sandbox.registry import probe
 from tests.helpers.hostile_tree import fast_dir
-from tests.helpers.lab_process import run_script
+from tests.helpers.lab_process import command_env, run_script
 from tests.helpers.schemas import assert_valid
 
 pytestmark = pytest.mark.slow
@@ -45,7 +45,7 @@ def _backend() -> list[str]:
 
 
 def _lab_run(suite: Path, data: Path, tmpdir: Path, *more: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env = command_env()
     env.update(LAB_DATA_DIR=str(data), TMPDIR=str(tmpdir))
     argv = ["run", "suite=external", f"suite.path={suite}", "provider=scripted", "agent=reference",
             "agent.name=hostile", 'agent.command.argv=["{python}","hostile_agent.py","{prompt_file}","{model}"]',

@@ -14,7 +14,7 @@ import pytest
 from lab.errors import SuiteError
 from lab.providers.registry import make_provider
 from lab.suites.load import load_suite
-from tests.helpers.lab_process import BIN, ROOT, run_script
+from tests.helpers.lab_process import BIN, ROOT, command_env, run_script
 
 DOC: dict[str, Any] = {
     "schemaVersion": 1, "suiteId": "demo", "suiteVersion": "1.0.0", "description": "d",
@@ -141,7 +141,7 @@ def test_doit_eval_stops_before_any_run_on_a_broken_script(tmp_path: Path) -> No
     suite = make(tmp_path / "suites" / "demo")
     (suite / "fixtures" / "t1" / "x").write_text("x")  # so the one run could fail its verifier
     script(suite, "scripts/t1.json", {**GOOD, "turns": [{"content": ""}]})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env = command_env()
     env["LAB_DATA_DIR"] = str(tmp_path / "runs")
     done = run_script(["doit", "eval", f"suite_dir={tmp_path / 'suites'}", "suite=demo", "provider=scripted", "k=1",
                        "yes=true"], env=env)
