@@ -16,19 +16,22 @@ from pathlib import Path
 
 import pytest
 
-from lab.agents.reference import agent
 from lab.gateway import Gateway, GatewayBudget, LiveUpstream, RecordedCall, RecordingUpstream, ReplayUpstream
 from lab.replay.matching import Matcher, Recording
 from lab.replay.normalise import RequestNormaliser
 from tests.helpers import forkserver
 from tests.helpers.gateway_support import REAL_KEY, TOKEN, Halts
 from tests.helpers.http_server import LocalHTTPServer
-from tests.helpers.lab_process import FRESH
+from tests.helpers.lab_process import FRESH, ROOT
 from tests.helpers.openai_stub import ScriptedStub, Turn
+
+# The in-process tests import the agent (and with it the openai SDK, about a second) when they run, all
+# on one test worker, not when each worker collects this module.
+pytestmark = pytest.mark.xdist_group("reference-agent")
 
 MakeGateway = Callable[..., Gateway]
 RunAgent = Callable[..., "subprocess.CompletedProcess[str]"]
-AGENT = Path(agent.__file__)
+AGENT = ROOT / "lab" / "agents" / "reference" / "agent.py"
 SCRIPT = [Turn(calls=(("write_file", {"path": "out/greeting.txt", "content": "hello\n"}),)),
           Turn(calls=(("shell", {"command": "cat out/greeting.txt"}),)),
           Turn(text="Wrote out/greeting.txt.")]
@@ -53,6 +56,8 @@ def run_agent(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str
                 patch.setenv(name, value)
             patch.chdir(workspace)  # the shell and write_file tools work below the working directory
             capsys.readouterr()
+            from lab.agents.reference import agent
+
             code = agent.main(argv)
             out, err = capsys.readouterr()
         return subprocess.CompletedProcess(argv, code, out, err)

@@ -4,20 +4,35 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import pytest
 
-from lab.agents.reference import agent
-from lab.agents.reference.agent import Tools
+from tests.helpers.lab_process import ROOT
+
+if TYPE_CHECKING:
+    from lab.agents.reference.agent import Tools
+
+# The agent (and with it the openai SDK, about a second) is imported when these tests run, on the one test
+# worker that runs test_reference_agent.py too, not when each worker collects this module.
+pytestmark = pytest.mark.xdist_group("reference-agent")
 
 
 @pytest.fixture
-def tools(tmp_path: Path) -> Tools:
-    return Tools(tmp_path, timeout_s=5, max_output=50)
+def agent() -> ModuleType:
+    from lab.agents.reference import agent
+
+    return agent
+
+
+@pytest.fixture
+def tools(agent: ModuleType, tmp_path: Path) -> Tools:
+    return agent.Tools(tmp_path, timeout_s=5, max_output=50)  # type: ignore[no-any-return]
 
 
 def test_it_imports_nothing_from_lab() -> None:
-    tree = ast.parse(Path(agent.__file__).read_text())
+    tree = ast.parse((ROOT / "lab" / "agents" / "reference" / "agent.py").read_text())
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
 
@@ -46,14 +61,14 @@ def test_shell_output_is_cut_to_its_tail(tools: Tools) -> None:
     assert result.endswith("100\n")
 
 
-def test_shell_runs_in_the_working_directory_with_stdin_closed(tmp_path: Path) -> None:
-    roomy = Tools(tmp_path, timeout_s=5, max_output=1000)
+def test_shell_runs_in_the_working_directory_with_stdin_closed(agent: ModuleType, tmp_path: Path) -> None:
+    roomy = agent.Tools(tmp_path, timeout_s=5, max_output=1000)
 
     assert roomy.call("shell", '{"command": "pwd; cat"}') == f"exit code: 0\n{tmp_path}\n"
 
 
-def test_a_shell_command_past_its_timeout_is_killed_with_its_group(tmp_path: Path) -> None:
-    quick = Tools(tmp_path, timeout_s=0.2, max_output=100)
+def test_a_shell_command_past_its_timeout_is_killed_with_its_group(agent: ModuleType, tmp_path: Path) -> None:
+    quick = agent.Tools(tmp_path, timeout_s=0.2, max_output=100)
 
     result = quick.call("shell", '{"command": "tail -f /dev/null & wait"}')
 
@@ -70,14 +85,14 @@ def test_bad_calls_become_text_for_the_model(tools: Tools, name: str, arguments:
     assert tools.call(name, arguments).startswith(message)
 
 
-def test_without_a_key_it_exits_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_a_key_it_exits_2(agent: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
     assert agent.main(["--model", "m", "--prompt", "x"]) == 2
     assert "OPENAI_API_KEY is not set" in capsys.readouterr().err
 
 
-def test_a_missing_prompt_file_exits_2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+def test_a_missing_prompt_file_exits_2(agent: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "token")
 
@@ -85,7 +100,7 @@ def test_a_missing_prompt_file_exits_2(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert "cannot read the prompt file" in capsys.readouterr().err
 
 
-def test_prompt_and_prompt_file_exclude_each_other() -> None:
+def test_prompt_and_prompt_file_exclude_each_other(agent: ModuleType) -> None:
     with pytest.raises(SystemExit) as info:
         agent.parse_args(["--model", "m", "--prompt", "x", "--prompt-file", "f"])
 
