@@ -12,6 +12,9 @@ import pytest
 
 from tests.helpers.compare_sim import Outcome, simulate
 
+# One worker builds this module's shared fixture (scope="module") once, instead of each worker that runs one of its tests.
+pytestmark = pytest.mark.xdist_group("error-rates")
+
 
 def spread(t: int, lo: float = 0.1, hi: float = 0.95) -> list[float]:
     return [lo + (hi - lo) * i / (t - 1) for i in range(t)]

@@ -11,7 +11,8 @@ import pytest
 
 from tests.helpers.lab_process import ROOT, run_cmd
 
-pytestmark = pytest.mark.slow
+# One worker builds this module's shared fixture (scope="module") once, instead of each worker that runs one of its tests.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("eval-replay")]
 
 
 def records_of(data_dir: Path) -> dict[Path, int]:

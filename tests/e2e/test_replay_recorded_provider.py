@@ -10,7 +10,8 @@ import pytest
 from tests.e2e.test_front_door import report_dir_of
 from tests.helpers.lab_process import run_cmd
 
-pytestmark = pytest.mark.slow
+# One worker builds this module's shared fixture (scope="module") once, instead of each worker that runs one of its tests.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("replay-recorded-provider")]
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,9 @@ from tests.helpers.openai_stub import ScriptedStub, Turn
 from tests.helpers.sandboxed import require_bwrap
 from tests.helpers.schemas import assert_valid
 
+# One worker builds this module's shared fixture (scope="module") once, instead of each worker that runs one of its tests.
+pytestmark = pytest.mark.xdist_group("command-agent-runs")
+
 TASK = "fix-default-argument"
 PROBE = Path(__file__).resolve().parents[1] / "helpers" / "probe_agent.py"
 REAL_KEY = "sk-proj-realkey0123456789abcdefABCDEF0123456789"

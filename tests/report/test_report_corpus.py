@@ -32,6 +32,9 @@ import pytest
 from lab.report import build_report, write_report, write_report_from_files
 from tests.helpers.golden import check_golden
 
+# One worker builds this module's shared fixture (scope="module") once, instead of each worker that runs one of its tests.
+pytestmark = pytest.mark.xdist_group("report-corpus")
+
 CORPUS = Path(__file__).resolve().parent / "corpus" / "records.jsonl"
 GOLDEN_FILES = ("report.json", "report.md", "events.jsonl", "index.html", "junit.xml")  # runs.jsonl: see below
 
