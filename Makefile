@@ -76,7 +76,7 @@ agents-install: $(STAMP)
 
 ## clean: remove what the build made (the virtualenv, bytecode, tool caches); results and agents stay
 clean:
-	rm -rf $(VENV) reliability_lab.egg-info build .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) reliability_lab.egg-info build .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache
 	find . -path ./runs -prune -o -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null || true
 
 ## clean-results: delete every result in the run store (runs/, or $LAB_DATA_DIR), naming each entry;

@@ -78,7 +78,7 @@ def find_run(run_id: str, data: Path) -> Path:
         raise ReportError(f"no report for run id {run_id!r} under {data}")
     if len(hits) > 1:
         raise ReportError(f"run id {run_id!r} names {len(hits)} reports under {data}: "
-                          + ", ".join(str(h.parent) for h in hits))
+                          + ", ".join(str(h.parent) for h in hits) + "; give the path of the one you mean")
     return hits[0].parent
 
 

@@ -138,7 +138,10 @@ def tmp_path(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 def commands_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The cache dir of the lab commands tests start (``lab_env``) and of module- and session-scoped
     fixtures (they run before ``clean_env``): one per session, shared by the test workers (under the
-    session's base temp dir, not a worker's), never the user's ``~/.cache/reliability-lab``."""
+    session's base temp dir, not a worker's), never the user's ``~/.cache/reliability-lab``.
+
+    Those fixtures also get a run store of the worker's own (``LAB_DATA_DIR``), never the checkout's
+    ``runs/`` (the default data dir of a checkout)."""
     from tests.helpers.lab_process import SHARED_CACHE
 
     base = tmp_path_factory.getbasetemp()
@@ -147,6 +150,7 @@ def commands_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
     SHARED_CACHE["dir"] = str(cache)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LAB_CACHE_DIR", str(cache))
+        patch.setenv("LAB_DATA_DIR", str(new_temp_dir(tmp_path_factory, "session-runs")))
         yield cache
 
 

@@ -22,7 +22,8 @@ def _checkout(tmp_path: Path) -> Path:
     """A directory with the Makefile, a built virtualenv, bytecode, results and an installed agent."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
-    for made in (".venv/bin", "reliability_lab.egg-info", ".pytest_cache", ".mypy_cache", "lab/__pycache__",
+    for made in (".venv/bin", "reliability_lab.egg-info", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis",
+                 ".import_linter_cache", "lab/__pycache__",
                  "runs/smoke-coding/v1.0.0.abc.scripted/reports/r1", "runs/.cache", "runs/agents/aider/bin"):
         (tmp_path / made).mkdir(parents=True)
     (tmp_path / "lab" / "x.py").write_text("")
@@ -32,7 +33,6 @@ def _checkout(tmp_path: Path) -> Path:
 
 
 def _make(target: str, where: Path, **env: str) -> subprocess.CompletedProcess[str]:
-
     environ = {k: v for k, v in command_env().items() if not k.startswith("MAKE")} | env
     return subprocess.run(["make", "--no-print-directory", "-C", str(where), target], env=environ,
                           capture_output=True, text=True, check=False, timeout=60)
@@ -42,7 +42,8 @@ def test_clean_removes_the_build_and_keeps_results_and_agents(tmp_path: Path) ->
     root = _checkout(tmp_path)
     result = _make("clean", root)
     assert result.returncode == 0, result.stderr
-    for gone in (".venv", "reliability_lab.egg-info", ".pytest_cache", ".mypy_cache", "lab/__pycache__"):
+    for gone in (".venv", "reliability_lab.egg-info", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis",
+                 ".import_linter_cache", "lab/__pycache__"):
         assert not (root / gone).exists(), gone
     assert (root / "lab" / "x.py").is_file()
     assert (root / "runs" / "smoke-coding" / "v1.0.0.abc.scripted" / "reports" / "r1").is_dir()

@@ -48,3 +48,17 @@ def test_the_lab_commands_of_tests_share_a_session_cache_dir_never_the_users(
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "home").exists()  # nothing under ~/.cache/reliability-lab
     assert entries() - before  # its configuration was remembered there (a new entry, or one rewritten)
+
+
+@pytest.fixture(scope="module")
+def module_scoped_env() -> dict[str, str | None]:
+    # Set up before any function-scoped fixture of its first test (clean_env among them).
+    return {name: os.environ.get(name) for name in ("LAB_DATA_DIR", "LAB_CACHE_DIR")}
+
+
+def test_module_scoped_fixtures_get_a_temp_run_store_and_cache_dir_never_the_checkouts_or_the_users(
+        module_scoped_env: dict[str, str | None], tmp_path_factory: pytest.TempPathFactory) -> None:
+    base = tmp_path_factory.getbasetemp()
+    for name, value in module_scoped_env.items():
+        assert value is not None, name  # unset: the checkout's runs/ or ~/.cache/reliability-lab
+        assert Path(value).is_dir() and (base in Path(value).parents or base.parent in Path(value).parents), value

@@ -1,4 +1,4 @@
-"""The ``lab`` command: a thin front over the doit graph and the library.
+"""The `lab` command: a thin front over the doit graph and the library.
 
     lab list [suite_dir=DIR] [cassette_dir=DIR]   bundled (or suite_dir) suites, versions, digests, cassettes
     lab run [OVERRIDES…]              same as `doit eval OVERRIDES…`
@@ -25,7 +25,7 @@
 groups and keys, `lab run --cfg job …` prints the composed configuration and
 its hash without running anything (also --info, --shell-completion).
 
-Overrides use Hydra syntax (``suite=core k=5 mode=replay provider.model=x``).
+Overrides use Hydra syntax (`suite=core k=5 mode=replay provider.model=x`).
 Exit codes: 0 completed (whichever tasks passed), 1 usage or infrastructure
 error, 2 replay divergence, 3 incompatible compare, 130 cancelled.
 

@@ -181,6 +181,7 @@ def test_the_overview_is_for_users(tmp_path: Path) -> None:
     result = run_cmd(["lab", "--help"], tmp_path)
     assert result.returncode == 0 and "lab compare BASE CAND" in result.stdout
     assert "For developers" not in result.stdout and "import" not in result.stdout
+    assert "``" not in result.stdout  # reST markup: a terminal shows it as it is
 
 
 def test_run_help_lists_groups_options_and_keys_with_defaults(tmp_path: Path) -> None:

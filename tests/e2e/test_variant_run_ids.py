@@ -75,3 +75,4 @@ def test_a_run_id_in_two_variants_commands_names_both(tmp_path: Path) -> None:
     with pytest.raises(ReportError) as err:
         resolve_report("core.v1.x.k1.s0", tmp_path)
     assert str(first.parent) in str(err.value) and str(second.parent) in str(err.value)
+    assert str(err.value).endswith("; give the path of the one you mean")
