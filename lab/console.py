@@ -43,6 +43,20 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+def print_line(text: str, stream: TextIO | None = None) -> None:
+    """Write ``text`` and a newline to ``stream`` (default: ``sys.stdout`` at the call) in one
+    ``write``, then flush.
+
+    What runs print while other runs finish in other threads (``jobs=N``) goes through here:
+    ``print`` writes the text and the newline in two calls, so a line of one thread could end in
+    the middle of another's (two JSON lines of ``json=true`` on one line, a progress event inside
+    a warning). One call per line keeps every line whole.
+    """
+    target = sys.stdout if stream is None else stream
+    target.write(text + "\n")
+    target.flush()
+
+
 class ClosedPipeTolerant:
     """A text stream that writes to ``stream`` until a write fails, then to /dev/null.
 
@@ -92,11 +106,23 @@ def tolerate_closed_console() -> None:
     """Wrap ``sys.stdout`` and ``sys.stderr`` in :class:`ClosedPipeTolerant` (once each).
 
     A stream closed before the command started (``>&-``: Python sets it to
-    None) becomes /dev/null.
+    None) becomes /dev/null. A stdout whose encoding is not a Unicode one
+    (``PYTHONIOENCODING=ascii``) writes ``?`` for a character it cannot encode
+    (the ``·`` of the banner) instead of failing the command; stderr already
+    escapes them (Python's ``backslashreplace``).
     """
+    import codecs
+
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is None:
             stream = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (the process's own stream)
+        if name == "stdout" and not isinstance(stream, ClosedPipeTolerant) and hasattr(stream, "reconfigure"):
+            try:
+                unicode = codecs.lookup(stream.encoding or "utf-8").name.startswith("utf")
+            except LookupError:
+                unicode = False
+            if not unicode and stream.errors == "strict":
+                stream.reconfigure(errors="replace")
         if not isinstance(stream, ClosedPipeTolerant):
             setattr(sys, name, ClosedPipeTolerant(stream))

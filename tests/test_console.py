@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from lab.console import ClosedPipeTolerant
+from lab.console import ClosedPipeTolerant, print_line
 from tests.helpers.lab_process import BIN, ROOT, command_env
 
 
@@ -67,3 +72,64 @@ def test_a_closed_or_full_console_loses_no_result(tmp_path: Path, redirect: str)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     assert '"passes": 1' in _one_report(tmp_path)
+
+
+LINE_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r\x0b\x0c\x1c\x1d\x1e\x85"
+                                                                                  "\u2028\u2029"), max_size=300)
+
+
+def _printed_at_once(per_thread: list[list[str]], path: Path) -> list[str]:
+    """Each list of lines printed by a thread of its own, all started together, through print_line into
+    a stream like the command's stdout (a ClosedPipeTolerant over a text file); the lines read back."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        with path.open("w", encoding="utf-8", newline="\n") as raw:
+            out = ClosedPipeTolerant(raw)
+            start = threading.Barrier(len(per_thread))
+
+            def write(lines: list[str]) -> None:
+                start.wait()
+                for line in lines:
+                    print_line(line, out)
+
+            threads = [threading.Thread(target=write, args=(lines,)) for lines in per_thread]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    written = path.read_text(encoding="utf-8").split("\n")
+    assert written.pop() == ""
+    return written
+
+
+def test_lines_printed_from_threads_at_once_stay_whole(tmp_path: Path) -> None:
+    # Runs finishing at once in threads (jobs=N) print their lines through print_line. With print() (the
+    # text, then the newline) about every other run of this test found a line ending inside another's.
+    per_thread = [[json.dumps({"thread": n, "line": i, "pad": "x" * (i % 50)}) for i in range(3000)] for n in range(4)]
+    written = _printed_at_once(per_thread, tmp_path / "out.jsonl")
+    assert sorted(written) == sorted(line for lines in per_thread for line in lines)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(st.lists(LINE_TEXT, min_size=1, max_size=200), min_size=2, max_size=5))
+def test_any_lines_printed_from_threads_at_once_stay_whole(tmp_path_factory: pytest.TempPathFactory,
+                                                           per_thread: list[list[str]]) -> None:
+    written = _printed_at_once(per_thread, tmp_path_factory.mktemp("lines") / "out.txt")
+    assert sorted(written) == sorted(line for lines in per_thread for line in lines)
+
+
+def test_a_stdout_that_cannot_encode_the_banner_writes_question_marks(tmp_path: Path) -> None:
+    # PYTHONIOENCODING=ascii: the banner's "·" cannot be encoded; the eval still runs and exits 0, and
+    # json=true lines stay JSON.
+    env = _env(tmp_path) | {"PYTHONIOENCODING": "ascii"}
+    result = subprocess.run([*ARGV, "json=true"], cwd=ROOT, env=env, capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL, timeout=120, check=False)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert [json.loads(line)["schemaVersion"] for line in result.stdout.splitlines()] == [1, 1]
+    plain = subprocess.run(ARGV, cwd=ROOT, env=env, capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=120, check=False)
+    assert plain.returncode == 0 and "Traceback" not in plain.stderr, plain.stderr
+    assert plain.stdout.startswith("eval smoke-coding 1.0.0 ? replay ? "), plain.stdout

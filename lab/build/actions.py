@@ -23,6 +23,7 @@ from lab.build.records import (  # re-exported: the up-to-date checks of run rec
     record_written,
     records_digest,
 )
+from lab.console import print_line
 from lab.execute.harness import machine_id  # re-exported: the machine fingerprint of run records
 from lab.files import loads_json, read_text
 
@@ -51,7 +52,7 @@ def disk_faults(action: Action) -> Action:
             return action(*args)
         except OSError as exc:
             message = describe_os_error(exc, paths.data_dir())
-            print(message, file=sys.stderr, flush=True)
+            print_line(message, sys.stderr)
             DISK_FAULT_REPORTED.append(message)
             return TaskFailed(message, report=False)
     return guarded  # type: ignore[return-value]
@@ -141,7 +142,7 @@ def _open_execution(ctx: Any) -> Any:
             first = message not in ctx.warned
             ctx.warned.add(message)
         if first:
-            print(message, file=sys.stderr, flush=True)
+            print_line(message, sys.stderr)
             emit_run_error(ctx.events, message, 1)
         return TaskFailed(message, report=False)
     return None
@@ -191,11 +192,11 @@ def _execute(ctx: Any, spec: Any, target: Path, inputs: dict[str, Any], ident: d
     for warning in record.get("warnings", []):
         if warning not in ctx.warned:
             ctx.warned.add(warning)
-            print(f"warning: {warning}", file=sys.stderr, flush=True)
+            print_line(f"warning: {warning}", sys.stderr)
     if ctx.config.data["json"]:
-        print(run_json_line(record), flush=True)
+        print_line(run_json_line(record))
         if voided:
-            print(VOIDED_LINE, file=sys.stderr, flush=True)  # stdout holds only JSON lines
+            print_line(VOIDED_LINE, sys.stderr)  # stdout holds only JSON lines
         return None
     variant = f"{ctx.label}: " if ctx.label else ""
     line = f"  {record['status']:<15} {variant}{spec.task_id} r{spec.repetition}  ({record['wallMs'] / 1000:.2f} s)"
@@ -290,13 +291,13 @@ def report_action(prep: Any, records: list[Path], report_dir: Path, header: dict
             message = (f"{len(vanished)} run record(s) of this eval were removed while it ran "
                        f"(doit clean, or another command), e.g. {vanished[0]}; no report published: "
                        f"run the eval again to execute them")
-            print(f"error: {message}", file=sys.stderr, flush=True)
+            print_line(f"error: {message}", sys.stderr)
             ctx.events.emit("run_error", reason=message, exitCode=1)
             return TaskFailed(message, report=False)
         try:
             write_report_from_files(report_dir, header, records, expected=expected)
         except LabError as exc:  # a record file that is not a run record
-            print(f"error: {exc}", file=sys.stderr, flush=True)
+            print_line(f"error: {exc}", sys.stderr)
             ctx.events.emit("run_error", reason=str(exc), exitCode=1)
             return TaskFailed(str(exc), report=False)
         digest = records_digest(records, header)

@@ -18,6 +18,8 @@ from typing import Any
 
 from doit.reporter import ConsoleReporter
 
+from lab.console import print_line
+
 
 class Display:
     """Counts runs and draws the bar; thread-safe (runs finish in worker threads)."""
@@ -74,7 +76,7 @@ class Display:
         if self._bar is not None:
             self._bar.console.print(text, markup=False, highlight=False)
         else:
-            print(text, flush=True)
+            print_line(text)
 
     def bar_style(self) -> str:
         """The colour of the bar's done part: ``green`` while every finished run passed, else ``red``."""
