@@ -85,6 +85,5 @@ def write_agent_cassette(ctx: Any, task: Task, preset: CommandPreset, calls: lis
     if replaced:
         record["redactions"] = [*(record.get("redactions") or []), *({"file": "cassette", **hit} for hit in replaced)]
     header["recordedAt"] = hooks.recorded_at(path, header, lines)
-    if not path.parent.is_dir():
-        path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)  # runs in other threads (jobs=N) make it at the same time
     write_cassette(path, dump_cassette(header, lines))
