@@ -29,7 +29,6 @@ def test_each_test_has_a_new_private_tmp_path_and_run_store(n: int, tmp_path: Pa
     SEEN.extend(dirs)
 
 
-
 def test_the_lab_commands_of_tests_share_a_session_cache_dir_never_the_users(
         tmp_path: Path, commands_cache_dir: Path, tmp_path_factory: pytest.TempPathFactory,
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from lab.console import print_line
 from lab.errors import ConfigError, SandboxError
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ def _run_root(stderr: TextIO) -> Path:
     if not _root:
         line = reap_stale().line
         if line:
-            print(line, file=stderr)
+            print_line(line, stderr)  # other runs may be printing (jobs=N)
         root = RunRoot.create()
         atexit.register(root.close)
         _root.append(root)
@@ -195,7 +196,7 @@ def _backend(requested: str, stream: TextIO) -> SandboxBackend:
         if backend is None:
             resolved = resolve_backend(requested)
             if resolved.warning:
-                print(resolved.warning, file=stream)
+                print_line(resolved.warning, stream)
             backend = _resolved[requested] = resolved.backend
         return backend
 

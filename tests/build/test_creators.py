@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -10,10 +11,13 @@ from lab.build import creators
 from lab.errors import LabError
 
 
+def _build(n: int) -> Iterator[dict[str, Any]]:
+    yield {"name": "run", "actions": [(print, [n])], "verbosity": 2}
+    yield {"name": "group", "actions": None, "task_dep": ["x:run"]}
+
+
 def _tasks(plan: Any) -> list[dict[str, Any]]:
-    build = lambda n: iter([{"name": "run", "actions": [(print, [n])], "verbosity": 2},  # noqa: E731
-                            {"name": "group", "actions": None, "task_dep": ["x:run"]}])
-    return list(creators.creator("x", plan, build))
+    return list(creators.creator("x", plan, _build))
 
 
 def _failing_plan() -> int:
