@@ -182,13 +182,25 @@ def aggregate_interval(strata: Sequence[Stratum], z: float = Z_95) -> tuple[floa
     d = var = 0.0
     for s in strata:
         for c, n, sign in ((s.c_cand, s.n_cand, 1), (s.c_base, s.n_base, -1)):
-            if n < 1 or not 0 <= c <= n:
-                raise ValueError(f"need n >= 1 and 0 <= c <= n, got c={c}, n={n}")
+            var += rate_variance(c, n)
             d += sign * c / n
-            adj = (c + 1) / (n + 2)
-            var += adj * (1 - adj) / max(n - 1, 1)
     d, half = d / t, z * math.sqrt(var) / t
     return max(-1.0, d - half), min(1.0, d + half)
+
+
+def rate_variance(c: int, n: int) -> float:
+    """The variance :func:`aggregate_interval` gives one rate c/n: p̃(1 − p̃)/max(n − 1, 1), p̃ = (c + 1)/(n + 2).
+
+    Shared with the repeated intervals of sequential comparisons (lab.compare.sequential), so a
+    repeated interval at boundary z is this interval at z.
+
+    Raises:
+        ValueError: n < 1 or c outside [0, n].
+    """
+    if n < 1 or not 0 <= c <= n:
+        raise ValueError(f"need n >= 1 and 0 <= c <= n, got c={c}, n={n}")
+    adj = (c + 1) / (n + 2)
+    return adj * (1 - adj) / max(n - 1, 1)
 
 
 def _mover(terms: Sequence[tuple[int, int, float]]) -> tuple[float, float]:

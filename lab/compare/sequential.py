@@ -29,11 +29,14 @@ Clinical Trials*, ch. 19. For 5 equally spaced looks at α = 0.05 this gives
 print for this design).
 
 **Equivalence.** The repeated confidence interval of look r,
-``D̃ ± c_r · SE_r`` (Jennison & Turnbull 1989, "Interim analyses: the
+``D ± c_r · SE_r`` (Jennison & Turnbull 1989, "Interim analyses: the
 repeated confidence interval approach", JRSS B 51:305–361), covers the true
-difference at every look at once with probability ≥ 1 − α; ``D̃`` and
-``SE_r`` use Agresti & Caffo's (2000) adjusted rates ``(x + 1) / (n + 2)`` so
-a task at 0/n or n/n still has a width. The test stops for equivalence
+difference at every look at once with probability ≥ 1 − α. ``SE_r`` is the
+standard error of the fixed-sample interval of a comparison
+(:func:`lab.compare.inference.aggregate_interval`: Agresti & Caffo's adjusted
+rates ``(x + 1) / (n + 2)``, so a task at 0/n or n/n still has a width, over
+n − 1), so the repeated interval is that 95 % interval widened by c_r / 1.96
+and never narrower (c_r ≥ 1.96). The test stops for equivalence
 ("unchanged") when that interval lies inside ±tolerance, so the chance of
 calling a change of at least the tolerance "unchanged" is at most α.
 
@@ -53,6 +56,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
 from typing import Literal
+
+from lab.compare.inference import rate_variance
 
 _N = NormalDist()
 GRID = 201
@@ -217,13 +222,12 @@ class Statistic:
     """The stratified statistic of one look.
 
     ``delta``: D, cand − base (fraction); ``z``: D over its standard error under no
-    difference (0 when that error is 0); ``adjusted``: D̃ from Agresti–Caffo rates;
-    ``se``: the standard error of D̃; ``tasks``: tasks with judged runs on both sides.
+    difference (0 when that error is 0); ``se``: the standard error of D for its
+    repeated interval (module docstring); ``tasks``: tasks with judged runs on both sides.
     """
 
     delta: float
     z: float
-    adjusted: float
     se: float
     tasks: int
 
@@ -237,7 +241,7 @@ def stratified_statistic(counts: Sequence[TaskCounts]) -> Statistic:
     paired = [c for c in counts if c.judged_base > 0 and c.judged_cand > 0]
     if not paired:
         raise ValueError("no task has judged runs on both sides")
-    delta = adjusted = null_var = var = 0.0
+    delta = null_var = var = 0.0
     for c in paired:
         if not (0 <= c.passes_base <= c.judged_base and 0 <= c.passes_cand <= c.judged_cand):
             raise ValueError(f"passes must lie within the judged runs, got {c!r}")
@@ -247,13 +251,11 @@ def stratified_statistic(counts: Sequence[TaskCounts]) -> Statistic:
         pooled = (c.passes_base + c.passes_cand) / runs
         if runs > 1:  # the hypergeometric (permutation) variance given the task's passes: N / (N − 1)
             null_var += pooled * (1 - pooled) * (1 / c.judged_base + 1 / c.judged_cand) * runs / (runs - 1)
-        ab, ac = (c.passes_base + 1) / (c.judged_base + 2), (c.passes_cand + 1) / (c.judged_cand + 2)
-        adjusted += ac - ab
-        var += ab * (1 - ab) / (c.judged_base + 2) + ac * (1 - ac) / (c.judged_cand + 2)
+        var += rate_variance(c.passes_base, c.judged_base) + rate_variance(c.passes_cand, c.judged_cand)
     t = len(paired)
-    delta, adjusted = delta / t, adjusted / t
+    delta /= t
     z = delta / (math.sqrt(null_var) / t) if null_var > 0 else 0.0
-    return Statistic(delta=delta, z=z, adjusted=adjusted, se=math.sqrt(var) / t, tasks=t)
+    return Statistic(delta=delta, z=z, se=math.sqrt(var) / t, tasks=t)
 
 
 def decide(stat: Statistic, boundary: float, tolerance: float, *, last: bool) -> tuple[Decision, str]:
@@ -282,6 +284,6 @@ def decide(stat: Statistic, boundary: float, tolerance: float, *, last: bool) ->
 
 
 def repeated_interval(stat: Statistic, boundary: float) -> tuple[float, float]:
-    """The repeated confidence interval ``D̃ ± boundary · SE``, clipped to [−1, 1]."""
+    """The repeated confidence interval ``D ± boundary · SE``, clipped to [−1, 1]."""
     half = boundary * stat.se
-    return max(-1.0, stat.adjusted - half), min(1.0, stat.adjusted + half)
+    return max(-1.0, stat.delta - half), min(1.0, stat.delta + half)

@@ -17,7 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lab.compare.inference import Stratum, aggregate_interval
 from lab.compare.sequential import (
+    MAX_BOUNDARY,
     Statistic,
     TaskCounts,
     boundaries,
@@ -29,6 +31,7 @@ from lab.compare.sequential import (
     stratified_statistic,
 )
 from lab.compare.sequential_doc import apply_sequential, look, sequential_block, sequential_markdown
+from lab.report.stats import Z_95
 from lab.schemas import load_schema
 from tests.helpers.sequential_sim import simulate
 
@@ -100,9 +103,8 @@ def test_stratified_statistic_on_a_hand_computed_example() -> None:
     assert stat.delta == pytest.approx(0.2)  # ((0.8 − 0.4) + 0) / 2
     # task 1: pooled 0.6, hypergeometric variance 0.24 · (2/5) · 10/9; task 2 adds nothing
     assert stat.z == pytest.approx(0.2 / (math.sqrt(0.24 * 0.4 * 10 / 9) / 2))
-    # Agresti–Caffo: (x + 1) / (n + 2)
-    assert stat.adjusted == pytest.approx(((5 / 7 - 3 / 7) + (6 / 7 - 6 / 7)) / 2)
-    var = (3 / 7 * 4 / 7 + 5 / 7 * 2 / 7) / 7 + 2 * (6 / 7 * 1 / 7) / 7
+    # the fixed-sample interval's variance: Agresti–Caffo p̃ = (x + 1) / (n + 2), p̃(1 − p̃) / (n − 1)
+    var = (3 / 7 * 4 / 7 + 5 / 7 * 2 / 7) / 4 + 2 * (6 / 7 * 1 / 7) / 4
     assert stat.se == pytest.approx(math.sqrt(var) / 2)
     assert stat.tasks == 2
 
@@ -117,7 +119,7 @@ def test_statistic_leaves_out_unpaired_tasks_and_refuses_none() -> None:
 
 
 def _stat(delta: float, z: float, se: float) -> Statistic:
-    return Statistic(delta=delta, z=z, adjusted=delta, se=se, tasks=10)
+    return Statistic(delta=delta, z=z, se=se, tasks=10)
 
 
 @pytest.mark.parametrize(("stat", "last", "decision"), [
@@ -144,6 +146,34 @@ def test_equal_variants_decide_a_direction_in_at_most_alpha_of_comparisons() -> 
     assert outcome.rate("improved", "regressed") <= 0.05 + mc
     outcome = simulate([0.5] * 20, [0.5] * 20, k=20, round_size=5, reps=1500, seed=5)
     assert outcome.rate("improved", "regressed") <= 0.05 + mc
+
+
+_COUNTS = st.lists(st.tuples(st.integers(1, 40), st.integers(1, 40)).flatmap(
+    lambda n: st.tuples(st.integers(0, n[0]), st.just(n[0]), st.integers(0, n[1]), st.just(n[1]))),
+    min_size=1, max_size=12)
+
+
+@given(_COUNTS, st.floats(Z_95, MAX_BOUNDARY))
+def test_a_repeated_interval_is_the_fixed_sample_interval_widened_by_its_boundary(
+        counts: list[tuple[int, int, int, int]], boundary: float) -> None:
+    # At boundary 1.96 it is the comparison's own 95% interval, and no boundary makes it narrower:
+    # the repeated interval a sequential comparison prints beside the fixed-sample one always contains it.
+    stat = stratified_statistic([TaskCounts(*c) for c in counts])
+    fixed = aggregate_interval([Stratum(c_base=b, n_base=nb, c_cand=c, n_cand=nc) for b, nb, c, nc in counts])
+    assert repeated_interval(stat, Z_95) == pytest.approx(fixed)
+    lo, hi = repeated_interval(stat, boundary)
+    assert lo <= fixed[0] + 1e-12 and fixed[1] <= hi + 1e-12
+
+
+@pytest.mark.parametrize(("base", "cand", "tolerance"), [
+    ([0.95] * 20, [0.90] * 20, 0.05),                        # a loss of exactly the tolerance
+    ([1.0, 1.0, 1.0, 1.0, 0.5], [0.9, 0.9, 0.9, 0.9, 0.4], 0.10),
+    ([0.5] * 20, [0.55] * 20, 0.05),                         # a gain of exactly the tolerance
+])
+def test_a_change_of_the_tolerance_is_called_unchanged_in_at_most_alpha_of_comparisons(
+        base: list[float], cand: list[float], tolerance: float) -> None:
+    outcome = simulate(base, cand, k=20, round_size=5, reps=1500, seed=77, tolerance=tolerance)
+    assert outcome.rate("unchanged") <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / outcome.reps)
 
 
 def test_a_true_twenty_point_gain_stops_before_seventy_percent_of_the_runs() -> None:
