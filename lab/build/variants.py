@@ -262,8 +262,11 @@ def _compare(prepared: list[tuple[str, Any]], root: Path, as_json: bool) -> Any:
         run = ACTIVE[0]
         made = run.looks[-1]["runsPerTask"]
         executed = run.executed + display().done
-        print(f"runs: {executed} executed now over {len(run.looks)} round(s), up to {made} per task and variant; "
-              f"the others up to date from an identical earlier sequential variants command")
+        # the last round's graph holds every run of the command; those no round executed were reused
+        reused = display().done + display().skipped - executed
+        reused_text = f"; {reused} up to date from an identical earlier sequential variants command" if reused else ""
+        print(f"runs: {executed} executed now over {len(run.looks)} round(s), up to {made} per task and variant"
+              f"{reused_text}")
     else:
         print(render_comparison_markdown(doc), flush=True)
         print(f"runs: {display().done} executed now, {display().skipped} up to date from an identical earlier "

@@ -74,6 +74,8 @@ def test_equal_variants_never_improve_or_regress_and_a_larger_k_continues(tmp_pa
     assert "## Sequential test" in first.stdout and "α spent:" in first.stdout
     if seq["stoppedAtRound"] == 2:
         assert "round 1 of 2: 2 runs per task and variant" in first.stdout
+    assert f"runs: {seq['runsExecuted']} executed now over {seq['stoppedAtRound']} round(s), up to {made} per task " \
+           "and variant\n" in first.stdout  # nothing was reused: no "up to date" clause
 
     # The same command with a larger k continues from the records: only the new repetitions run.
     before = int(counter.read_text())
@@ -84,6 +86,7 @@ def test_equal_variants_never_improve_or_regress_and_a_larger_k_continues(tmp_pa
     executed = int(counter.read_text()) - before
     assert executed == again["runsExecuted"] - before
     assert f"runs: {executed} executed now" in second.stdout
+    assert f"; {before} up to date from an identical earlier sequential variants command" in second.stdout
 
     # lab plan on the baseline variant's report this eval made
     planned = run_cmd(["lab", "plan", str(out / "unset"), "delta=0.2", "jobs=2"], data)
