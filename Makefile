@@ -80,13 +80,16 @@ clean:
 	find . -path ./runs -prune -o -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null || true
 
 ## clean-results: delete every result in the run store (runs/, or $LAB_DATA_DIR), naming each entry;
-## the installed command agents (its agents/) stay
+## the installed command agents (its agents/, and $LAB_AGENTS_DIR when that lies inside the store) stay
 RESULTS := $(or $(LAB_DATA_DIR),runs)
 clean-results:
 	@if [ -d "$(RESULTS)" ]; then \
-	  for entry in "$(RESULTS)"/* "$(RESULTS)"/.[!.]*; do \
-	    [ -e "$$entry" ] || continue; \
+	  shared=""; [ -n "$$LAB_AGENTS_DIR" ] && shared="$$(realpath -m "$$LAB_AGENTS_DIR")"; \
+	  for entry in "$(RESULTS)"/* "$(RESULTS)"/.[!.]* "$(RESULTS)"/..?*; do \
+	    [ -e "$$entry" ] || [ -L "$$entry" ] || continue; \
 	    [ "$$entry" = "$(RESULTS)/agents" ] && continue; \
+	    full="$$(realpath -m "$$entry")"; \
+	    case "$$shared/" in "$$full"/*) echo "make: kept $$entry (holds LAB_AGENTS_DIR=$$LAB_AGENTS_DIR)"; continue;; esac; \
 	    echo "make: deleting $$entry"; rm -rf "$$entry"; \
 	  done; \
 	  if [ -d "$(RESULTS)/agents" ]; then echo "make: kept $(RESULTS)/agents (installed command agents)"; fi; \

@@ -75,6 +75,22 @@ def test_clean_results_follows_lab_data_dir(tmp_path: Path) -> None:
     assert (root / "runs" / "smoke-coding").is_dir()
 
 
+def test_clean_results_deletes_every_entry_but_keeps_an_agents_dir_inside_the_store(tmp_path: Path) -> None:
+    root = _checkout(tmp_path)
+    runs = root / "runs"
+    (runs / "..odd").mkdir()
+    (runs / ".x").write_text("")
+    (runs / "dangling").symlink_to(tmp_path / "nowhere")
+    (runs / "shared" / "agents" / "codex").mkdir(parents=True)
+    result = _make("clean-results", root, LAB_AGENTS_DIR=str(runs / "shared" / "agents"))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in runs.iterdir()) == ["agents", "shared"]
+    assert (runs / "shared" / "agents" / "codex").is_dir()
+    said = result.stdout.splitlines()
+    assert f"make: kept runs/shared (holds LAB_AGENTS_DIR={runs}/shared/agents)" in said
+    assert {"make: deleting runs/..odd", "make: deleting runs/.x", "make: deleting runs/dangling"} <= set(said)
+
+
 def test_ci_prints_the_ten_slowest_tests() -> None:
     result = subprocess.run(["make", "-n", "-C", str(ROOT), "test"], capture_output=True, text=True, check=False,
                             timeout=60, env={"PATH": "/usr/bin:/bin"})
