@@ -100,3 +100,17 @@ def test_replay_of_a_suite_without_cassettes_stops_before_any_run(tmp_path: Path
     assert result.returncode == 1
     assert result.stderr.strip().startswith("replay: no cassettes for suite long-context in ")
     assert not list(tmp_path.glob("*/*/runs"))
+
+
+def test_replay_of_a_dir_with_only_a_command_agents_recordings_names_the_agent(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # In-process: `lab run mode=replay` of a `doit record agent=reference` dir without agent=.
+    from lab.cli import main
+
+    recorded = tmp_path / "cassettes" / "smoke-coding" / "agents" / "reference"
+    recorded.mkdir(parents=True)
+    (recorded / "edit-file.jsonl").write_text("{}\n", encoding="utf-8")
+    code = main(["run", "suite=smoke-coding", "mode=replay", f"cassette_dir={tmp_path / 'cassettes'}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and err.startswith("replay: no cassettes for suite smoke-coding in "), err
+    assert err.endswith("that dir holds recordings of the command agent reference: replay them with agent=reference"), err
