@@ -143,7 +143,7 @@ def unwritable_dir_reason(path: Path) -> str | None:
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".lab-write-check-", dir=probe))
     except OSError as exc:
-        return f"{probe} is not writable ({exc.strerror or exc})"
+        return f"{probe} is not writable: making a directory there failed ({exc.strerror or exc})"
     return None
 
 

@@ -156,6 +156,6 @@ def test_why_out_cannot_be_a_directory(tmp_path: Path) -> None:
     blocker.write_text("x")
     assert unwritable_dir_reason(blocker) == unwritable_dir_reason(blocker / "reports" / "latest") == \
         f"{blocker} is not a directory"
-    assert unwritable_dir_reason(Path("/proc/lab-no-such-dir")).startswith("/proc is not writable (")  # type: ignore[union-attr]
+    assert unwritable_dir_reason(Path("/proc/lab-no-such-dir")).startswith("/proc is not writable: making a directory there failed (")  # type: ignore[union-attr]
     assert unwritable_dir_reason(tmp_path / "new" / "dir") is None
     assert not (tmp_path / "new").exists()
