@@ -99,8 +99,10 @@ def resolve_suite(config: Any, *, stdin: TextIO | None = None, stderr: TextIO | 
         suite = load_suite(suite_location(data))
     wanted = data["suite"].get("id")
     if wanted and wanted != suite.id:
+        fix = (f"select it with suite=external suite.path={data['suite']['path']} (or add suite.id={suite.id})"
+               if data["suite"].get("path") else "name the directory after its suiteId")
         raise ConfigError(f"config: suite.id: {wanted!r} selects {suite.path}, whose suite.json "
-                          f"has suiteId {suite.id!r}; name the directory after its suiteId")
+                          f"has suiteId {suite.id!r}; {fix}")
     if is_third_party(suite.path):
         confirm_third_party(suite, yes=bool(data.get("yes")), stdin=stdin, stderr=stderr, ask=ask)
     return suite

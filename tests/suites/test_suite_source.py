@@ -98,6 +98,10 @@ def test_suite_id_must_match_the_file(tmp_path: Path) -> None:
     (tmp_path / "other").symlink_to(tmp_path / "ext")
     with pytest.raises(ConfigError, match=r"suite.id: 'other' selects .* whose suite.json has suiteId 'ext'"):
         resolve_suite(compose_config([f"suite_dir={tmp_path}", "suite=other", "yes=true"]))
+    # suite.path under a preset that names another suite: the fix is to select the path itself
+    with pytest.raises(ConfigError, match=rf"suiteId 'ext'; select it with suite=external suite.path={tmp_path}/ext "
+                                          r"\(or add suite.id=ext\)$"):
+        resolve_suite(compose_config([f"suite.path={tmp_path}/ext", "yes=true"]))
 
 
 def test_bundled_suites_are_not_third_party(tmp_path: Path) -> None:
