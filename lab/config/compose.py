@@ -150,7 +150,7 @@ def compose_config(overrides: list[str] | tuple[str, ...] = (), *,
     except Exception as exc:  # Hydra/OmegaConf raise many types; all are user input errors here
         problems = _override_problems(expanded, conf, failed=exc) or [describe_compose_error(exc, expanded, conf)]
         raise ConfigError(bounded_lines(boolean_problems(expanded) + problems)) from exc
-    problems = boolean_problems(expanded) + data_problems(data)
+    problems = boolean_problems(expanded) + data_problems(data, expanded, conf)
     if problems:
         raise ConfigError(bounded_lines(problems))
     return EffectiveConfig(data=data, variant=chosen, overrides=tuple(overrides), sources=sources)
@@ -223,7 +223,7 @@ def _override_problems(overrides: list[str], conf_dir: Path, *, failed: Exceptio
 
     if failed is None:
         try:
-            return data_problems(_compose(overrides, conf_dir)[0])
+            return data_problems(_compose(overrides, conf_dir)[0], overrides, conf_dir)
         except Exception as exc:  # any Hydra/OmegaConf error: find the culprits one by one below
             failed = exc
     good: list[str] = []
@@ -242,16 +242,21 @@ def _override_problems(overrides: list[str], conf_dir: Path, *, failed: Exceptio
             data = _compose(good, conf_dir)[0]
         except Exception as exc:  # the base config itself is broken; say so once
             return problems + [describe_compose_error(exc, good, conf_dir)]
-    return problems + data_problems(data)
+    return problems + data_problems(data, good, conf_dir)
 
 
-def data_problems(data: dict[str, Any]) -> list[str]:
-    """Unknown keys (``+key=…`` slips past the struct schema) and range/cross-field problems."""
+def data_problems(data: dict[str, Any], overrides: Sequence[str] = (), conf_dir: Path = CONF_DIR) -> list[str]:
+    """Unknown keys (``+key=…`` slips past the struct schema) and range/cross-field problems.
+
+    An unknown key no override set, under a group whose chosen option is a user
+    preset (``LAB_CONFIG_PATH``), names that preset's file.
+    """
+    from lab.config.overrides import preset_of_key
     from lab.config.schema import schema_keys
 
     unknown = _unknown_keys(data, schema_keys())
-    return [f"config: unknown key '{key}' (see conf/config.yaml for valid keys)" for key in unknown] \
-        + config_problems(data)
+    return [f"config: unknown key '{key}'{preset_of_key(key, overrides, conf_dir)} (see conf/config.yaml for valid "
+            "keys)" for key in unknown] + config_problems(data)
 
 
 def _unknown_keys(data: Any, schema: dict[str, Any], prefix: str = "") -> list[str]:

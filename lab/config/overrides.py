@@ -130,7 +130,8 @@ def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_di
     missing_key = re.search(r"Key '([^']+)' (?:is not in struct|not in '[^']+')", text)
     full_key = re.search(r"full_key: (\S+)", text)
     if missing_key and full_key:
-        return f"config: unknown key '{full_key.group(1)}' (see conf/config.yaml for valid keys)"
+        key = full_key.group(1)
+        return f"config: unknown key '{key}'{preset_of_key(key, overrides, conf_dir)} (see conf/config.yaml for valid keys)"
     if missing_key or "is not in struct" in text:
         key = missing_key.group(1) if missing_key else "?"
         full = next((o.split("=", 1)[0].lstrip("+~") for o in overrides
@@ -168,6 +169,9 @@ def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_di
         where = f"; {ENV} adds {os.pathsep.join(map(str, dirs))}" if dirs else f"; {ENV}=DIR adds your own"
         return (f"config: no option '{name.split('/', 1)[-1]}' in group '{folder}' "
                 f"(available: {', '.join(options)}{where})")
+    yaml_problem = _yaml_problem(chain[-1])
+    if yaml_problem:
+        return yaml_problem
     if type(exc).__name__ == "OverrideParseException":
         bad = next((o for o in overrides if parse_override(o) is None), " ".join(overrides))
         return f"config: cannot parse override '{bad}': {str(chain[-1]).splitlines()[0]}"
@@ -185,6 +189,30 @@ def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_di
         shown = overrides[0] if len(overrides[0]) <= 80 else overrides[0][:77] + "…"
         return f"config: bad override '{shown}': {detail}"
     return f"config: {detail}"
+
+
+def preset_of_key(key: str, overrides: Sequence[str], conf_dir: Path) -> str:
+    """`` in FILE`` when ``key`` comes from the user preset its group selects, else ""."""
+    group = key.split(".", 1)[0]
+    if "." not in key or any(o.split("=", 1)[0].lstrip("+~") == key for o in overrides):
+        return ""
+    from lab.config.searchpath import option_file
+
+    choice = group_choice(overrides, group, conf_dir)
+    file = option_file(group, choice, conf_dir) if choice else None
+    return f" in {file}" if file is not None and not file.is_relative_to(conf_dir) else ""
+
+
+def _yaml_problem(exc: BaseException) -> str | None:
+    """``config: FILE: line L, column C: problem (context)`` for a YAML syntax error in a preset, else None."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is None or not isinstance(getattr(exc, "problem", None), str):
+        return None
+    context_mark = getattr(exc, "context_mark", None)
+    context = getattr(exc, "context", None)
+    where = (f" ({context}, from line {context_mark.line + 1}, column {context_mark.column + 1})"
+             if context and context_mark is not None else f" ({context})" if context else "")
+    return f"config: {mark.name}: line {mark.line + 1}, column {mark.column + 1}: {exc.problem}{where}"  # type: ignore[attr-defined]
 
 
 def hydra_group_options(group: str, conf_dir: Path) -> list[str]:

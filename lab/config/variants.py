@@ -91,7 +91,7 @@ def _key_problem(key: str, value: Any, known: dict[str, Any]) -> str | None:
         return ("not a measured-config key, so it is outside the config hash; a variant may "
                 f"set only agent.*, {', '.join(MEASURED_KEYS)}")
     if not _is_known(key, known):
-        return "unknown key (see conf/agent/builtin.yaml and lab/config.py)"
+        return "unknown key (see conf/config.yaml and conf/agent/builtin.yaml for valid keys)"
     if _has_interpolation(value):
         return "interpolations (${…}) are not allowed: the hash must not depend on the machine"
     return None

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lab.cli import config_flags
 from lab.config.cache import compose_cached
 from lab.config.compose import compose_config
+from lab.config.overrides import describe_compose_error
 from lab.config.searchpath import searchpath_overrides, user_config_dirs
 from lab.errors import ConfigError
 from lab.paths import CONF_DIR
@@ -134,3 +139,34 @@ def test_an_installed_lab_runs_a_user_agent_preset_from_anywhere(tmp_path: Path)
     config = json.loads(next((tmp_path / "runs").glob("smoke-coding/*/config.json")).read_text())
     assert config["config"]["agent"]["name"] == "my-agent", config
     assert report["summary"]["judged"] == 1
+
+
+def test_a_broken_or_unknown_key_in_a_preset_names_its_file(user_conf: Path) -> None:
+    (user_conf / "agent" / "broken.yaml").write_text("name: broken\nallow: [read, write\n")
+    with pytest.raises(ConfigError) as err:
+        compose_config(["agent=broken"])
+    assert str(err.value) == (f"config: {user_conf}/agent/broken.yaml: line 3, column 1: expected ',' or ']', but got "
+                              "'<stream end>' (while parsing a flow sequence, from line 2, column 8)")
+    (user_conf / "agent" / "extra.yaml").write_text("name: extra\nbogus_key: 1\n")
+    with pytest.raises(ConfigError) as err:
+        compose_config(["agent=extra"])
+    assert str(err.value) == (f"config: unknown key 'agent.bogus_key' in {user_conf}/agent/extra.yaml "
+                              "(see conf/config.yaml for valid keys)")
+    with pytest.raises(ConfigError) as err:  # set by an override, not by the preset: no file named
+        compose_config(["+agent.bogus_key=1"])
+    assert str(err.value) == "config: unknown key 'agent.bogus_key' (see conf/config.yaml for valid keys)"
+
+
+@settings(max_examples=40)
+@given(st.text(alphabet="ab:-[]{}\"' \t\n#&*!|>%@`,", max_size=40))
+def test_any_yaml_syntax_error_is_one_line_naming_the_file_line_and_column(text: str) -> None:
+    import yaml
+
+    try:
+        yaml.safe_load(io.StringIO(text))
+    except yaml.MarkedYAMLError as exc:
+        exc.problem_mark.name = "/u/agent/x.yaml"  # type: ignore[union-attr]
+        line = describe_compose_error(exc, ["agent=x"])
+        assert re.fullmatch(r"config: /u/agent/x\.yaml: line \d+, column \d+: [^\n]+", line), line
+    except yaml.YAMLError:
+        pass
