@@ -115,7 +115,7 @@ def info_text(overrides: list[str]) -> str:
     from importlib.metadata import version
 
     from lab import paths
-    from lab.config.searchpath import ENV, user_config_dirs, user_options
+    from lab.config.searchpath import ENV, clash_problems, user_config_dirs, user_options
 
     dirs = user_config_dirs()
     lines = [f"reliability-lab {version('reliability-lab')} · hydra-core {version('hydra-core')} · "
@@ -125,6 +125,7 @@ def info_text(overrides: list[str]) -> str:
         found = user_options(dirs)
         named = "; ".join(f"{g}: {', '.join(o for o, _ in found[g])}" for g in GROUPS if found[g]) or "no presets"
         lines.append(f"user config: {os.pathsep.join(map(str, dirs))} ({ENV}; {named})")
+        lines += [f"  refused: {problem}" for problem in clash_problems(dirs)]  # every command stops on these
     else:
         lines.append(f"user config: none ({ENV}=DIR[{os.pathsep}DIR…] adds your own presets)")
     lines += [f"suites:    {paths.SUITES_DIR}",

@@ -76,6 +76,7 @@ def test_a_preset_with_a_bundled_name_is_refused_naming_both(user_conf: Path) ->
     assert str(err.value) == (f"LAB_CONFIG_PATH: {user_conf}/agent/builtin.yaml: a bundled preset has this name "
                               f"({CONF_DIR}/agent/builtin.yaml), and Hydra would use that one; rename yours "
                               "(e.g. agent=my-builtin)")
+    assert f"  refused: {err.value}" in config_flags.info_text([]).splitlines()  # --info shows it too
 
 
 def test_an_entry_that_is_not_a_directory_is_one_line(tmp_path: Path) -> None:
