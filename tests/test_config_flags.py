@@ -15,6 +15,9 @@ from lab.cli import main
     (["--info", "bogus"], "lab run: --info bogus: expected all, config, defaults, defaults-tree, plugins, "
                           "searchpath (default all)"),
     (["--cfg", "job", "stray"], "lab run: --cfg: 'stray' is neither a flag nor a KEY=VALUE override"),
+    (["--cfg", "job", "--cfg", "hydra"], "lab run: --cfg: given 2 times; give it once"),
+    (["-c", "job", "k=2", "--cfg"], "lab run: -c: given 2 times; give it once"),
+    (["--info", "-i", "config"], "lab run: --info: given 2 times; give it once"),
 ])
 def test_unknown_words_are_one_line_and_exit_1(argv: list[str], line: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", *argv]) == 1

@@ -60,12 +60,15 @@ def _checked_words(args: list[str], flags: tuple[str, ...], allowed: tuple[str, 
     """The overrides of ``args`` after checking the flag's word and that no other bare word is left.
 
     Raises:
-        ConfigError: the flag's word is not one of ``allowed`` (``--cfg hydra``, ``--cfg bogus``,
-            ``--info bogus``), or a word is neither a flag nor an override; one line naming it.
+        ConfigError: the flag is given twice, its word is not one of ``allowed`` (``--cfg hydra``,
+            ``--cfg bogus``, ``--info bogus``), or a word is neither a flag nor an override; one line naming it.
     """
     from lab.errors import ConfigError
 
-    flag = next(a for a in args if a in flags)
+    given = [a for a in args if a in flags]
+    flag = given[0]
+    if len(given) > 1:
+        raise ConfigError(f"{flag}: given {len(given)} times; give it once")
     word = _flag_word(args, flags)
     if word is not None and word not in allowed:
         hint = " (the lab fixes Hydra's own settings; --cfg job shows what a run uses)" if word == "hydra" else ""
