@@ -363,6 +363,8 @@ def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:
                 text = f"{note}\n{text}"
         if prep.ctx.config.mode == "record":
             text = f"{text}\n{recorded_line(prep)}"
+        if out:
+            text = f"{text}\nout: {Path(out).absolute()} (a copy of the report's files)"
         display().print(text)
     OUTCOME.update(code=code, report_dir=str(report_dir))
     prep.record_index().save()

@@ -134,6 +134,7 @@ def test_out_gets_the_report_also_when_it_was_up_to_date(
     assert {"report.json", "report.md", "runs.jsonl", "events.jsonl", "index.html", "junit.xml"} <= {
         p.name for p in out.iterdir()}
     assert (out / "mine.txt").read_text() == "keep me"
+    assert again.stdout.splitlines()[-1] == f"out: {out} (a copy of the report's files)"
 
 
 def test_out_that_cannot_be_a_directory_is_refused_before_any_run(tmp_path: Path) -> None:
