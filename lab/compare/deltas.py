@@ -29,6 +29,8 @@ header ``execution`` block, equal when absent from both), for wall time.
 
 from __future__ import annotations
 
+import json
+
 import math
 from typing import Any
 
@@ -79,7 +81,11 @@ def _compaction_reason(hb: dict[str, Any], hc: dict[str, Any]) -> str | None:
         return None
     if cb is None or cc is None:
         return f"compaction settings unknown for {'base' if cb is None else 'cand'}"
-    return f"different compaction settings (base {cb}, cand {cc})"
+    if isinstance(cb, dict) and isinstance(cc, dict):  # name the settings that differ, in JSON
+        differ = "; ".join(f"{key}: base {json.dumps(cb.get(key))}, cand {json.dumps(cc.get(key))}"
+                           for key in sorted(set(cb) | set(cc)) if cb.get(key) != cc.get(key))
+        return f"different compaction settings ({differ})"
+    return f"different compaction settings (base {json.dumps(cb)}, cand {json.dumps(cc)})"
 
 
 def _execution_reason(hb: dict[str, Any], hc: dict[str, Any]) -> str | None:

@@ -51,3 +51,10 @@ def test_wall_time_not_comparable_across_executors_and_absent_means_local() -> N
     assert out["wallMsPerSuccess"]["reason"] == "runs made with different executors (base local, cand ray)"
     same = deltas(doc(local), doc({**local, "executor": "local"}), same_mode=True)
     assert same["wallMsPerSuccess"]["comparable"] is True
+
+
+def test_token_figures_across_compaction_settings_name_the_settings_that_differ_in_json() -> None:
+    cand = doc({"jobs": 1, "machine": "a"})
+    cand["header"]["compaction"] = {"enabled": False, "threshold": 0.8}
+    out = deltas(doc({"jobs": 1, "machine": "a"}), cand, same_mode=True)
+    assert out["tokensPerSuccess"]["reason"] == "different compaction settings (enabled: base true, cand false)"
