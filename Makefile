@@ -60,7 +60,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/ruff check lab tests dodo.py benchmarks tools
 
-## ci: replay every bundled cassette; exit 2 on a divergence, 1 on a failed task
+## ci: replay every bundled cassette; fails on a divergence or a failed task (`doit ci` exits 2 and 1; make exits 2)
 ci: $(STAMP)
 	$(BIN)/doit ci $(OVERRIDES)
 
@@ -72,6 +72,7 @@ record-bundled: $(STAMP)
 
 ## agents-install: install a command agent under the data dir (make agents-install AGENT=aider)
 agents-install: $(STAMP)
+	@if [ -z "$(AGENT)" ]; then echo "make: agents-install needs AGENT=NAME (make agents-install AGENT=aider; \`$(BIN)/lab agents list\` names them)" >&2; exit 1; fi
 	$(BIN)/lab agents install $(AGENT)
 
 ## clean: remove what the build made (the virtualenv, bytecode, tool caches); results and agents stay

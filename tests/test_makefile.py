@@ -96,3 +96,12 @@ def test_ci_prints_the_ten_slowest_tests() -> None:
                             timeout=60, env={"PATH": "/usr/bin:/bin"})
     pytest_line = next(line for line in result.stdout.splitlines() if "-m pytest" in line)
     assert "--durations=10" in pytest_line.split()
+
+
+def test_agents_install_without_agent_says_how_to_name_one(tmp_path: Path) -> None:
+    root = _checkout(tmp_path)
+    result = subprocess.run(["make", "--no-print-directory", "-C", str(root), "-o", ".venv/.installed", "agents-install"],
+                            capture_output=True, text=True, check=False, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[0] == ("make: agents-install needs AGENT=NAME (make agents-install AGENT=aider; "
+                                             "`.venv/bin/lab agents list` names them)")
