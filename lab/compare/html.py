@@ -25,13 +25,17 @@ from typing import Any
 import jinja2
 
 from lab.compare.markdown import DELTA_ORDER, VERDICT_WORDS, aggregate_lines
+from lab.report.layout import cut, frame, label_px
 from lab.report.notes import SCRIPTED_NOTE
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 AXIS_PX = 300
 """Width of the 0–100 % axis of each Wilson interval, in CSS pixels."""
-FOREST = {"label": 180, "plot": 480, "row": 22, "pad": 28}
-"""Forest plot geometry in CSS pixels: label column, plot width, row height, top/bottom padding."""
+FOREST = {"plot": 480, "row": 22, "pad": 28}
+"""Forest plot geometry in CSS pixels: plot width, row height, top/bottom padding (the label column is as wide as
+the longest task id, cut as in index.html)."""
+FOREST_TICKS = (-100, -50, -25, 0, 25, 50, 100)
+AGGREGATE_LABEL = "aggregate (mean)"
 
 
 @cache
@@ -80,43 +84,50 @@ def _links(out_dir: Path | None, reports: tuple[Path, Path] | None) -> list[dict
     return links
 
 
-def _x(points: float) -> float:
-    """x of a difference (fraction, −1..1) in the forest plot."""
-    return round(FOREST["label"] + (points + 1) / 2 * FOREST["plot"], 1)
-
-
 def forest(doc: dict[str, Any]) -> dict[str, Any] | None:
-    """Geometry of the forest plot: rows of tested tasks, the aggregate diamond, axis ticks, tolerance band."""
+    """Geometry of the forest plot: rows of tested tasks, the aggregate diamond, axis ticks, tolerance band.
+
+    Every text lies inside ``[0, width]`` (:func:`lab.report.layout.frame`): the label column is as wide as
+    the longest (cut) task id.
+    """
+    tested = [t for t in doc["tasks"] if t.get("difference") is not None]
+    agg = doc["aggregate"]
+    if not tested and "interval95" not in agg:
+        return None
+    ticks = [f"{v:+d}" if v else "0" for v in FOREST_TICKS]
+    left = label_px((t["taskId"] for t in tested), bold=[AGGREGATE_LABEL] if "interval95" in agg else [])
+    f = frame(left, FOREST["plot"], ticks=ticks)
+
+    def x_of(points: float) -> float:
+        """x of a difference (fraction, −1..1)."""
+        return round(f.x0 + (points + 1) / 2 * FOREST["plot"], 1)
+
     rows: list[dict[str, Any]] = []
-    for t in doc["tasks"]:
-        diff = t.get("difference")
-        if diff is None:
-            continue
+    for t in tested:
+        diff = t["difference"]
         low, high = diff["newcombe95"]
-        rows.append({"id": t["taskId"], "verdict": t["verdict"], "y": FOREST["pad"] + len(rows) * FOREST["row"],
-                     "x1": _x(low), "x2": _x(high), "cx": _x(diff["estimate"]),
+        rows.append({"id": t["taskId"], "label": cut(t["taskId"]), "verdict": t["verdict"],
+                     "y": FOREST["pad"] + len(rows) * FOREST["row"],
+                     "x1": x_of(low), "x2": x_of(high), "cx": x_of(diff["estimate"]),
                      "title": (f"{t['taskId']}: {100 * diff['estimate']:+.1f} points, 95% CI "
                                f"[{100 * low:+.1f}, {100 * high:+.1f}], p={diff['pValue']:.3g}, "
                                f"Holm p={diff['pAdjusted']:.3g}, {VERDICT_WORDS[t['verdict']]}")})
-    agg = doc["aggregate"]
-    if not rows and "interval95" not in agg:
-        return None
     y_agg = FOREST["pad"] + len(rows) * FOREST["row"] + FOREST["row"] // 2
     aggregate = None
     if "interval95" in agg:
         low, high = agg["interval95"]
-        cx, h = _x(agg["delta"]), FOREST["row"] * 0.4
-        aggregate = {"y": y_agg, "x1": _x(low), "x2": _x(high), "cx": cx, "verdict": agg["verdict"],
-                     "points": f"{_x(low)},{y_agg} {cx},{y_agg - h} {_x(high)},{y_agg} {cx},{y_agg + h}",
+        cx, h = x_of(agg["delta"]), FOREST["row"] * 0.4
+        aggregate = {"y": y_agg, "x1": x_of(low), "x2": x_of(high), "cx": cx, "verdict": agg["verdict"],
+                     "points": f"{x_of(low)},{y_agg} {cx},{y_agg - h} {x_of(high)},{y_agg} {cx},{y_agg + h}",
                      "title": (f"aggregate: {100 * agg['delta']:+.1f} points, 95% CI [{100 * low:+.1f}, "
                                f"{100 * high:+.1f}], p={agg['pValue']:.3g}, {VERDICT_WORDS[agg['verdict']]}")}
     height = y_agg + FOREST["row"] + FOREST["pad"]
     tol = float(doc["tolerance"])
-    return {"width": FOREST["label"] + FOREST["plot"] + 20, "height": height, "rows": rows, "aggregate": aggregate,
-            "zero": _x(0.0), "band": {"x": _x(-tol), "width": round(_x(tol) - _x(-tol), 1)},
+    return {"width": f.width, "height": height, "rows": rows, "aggregate": aggregate,
+            "zero": x_of(0.0), "band": {"x": x_of(-tol), "width": round(x_of(tol) - x_of(-tol), 1)},
             "axisY": height - FOREST["pad"] + 4, "top": FOREST["pad"] - FOREST["row"] // 2,
-            "ticks": [{"x": _x(v / 100), "label": f"{v:+d}" if v else "0"} for v in (-100, -50, -25, 0, 25, 50, 100)],
-            "labelX": FOREST["label"] - 8}
+            "ticks": [{"x": x_of(v / 100), "label": label} for v, label in zip(FOREST_TICKS, ticks, strict=True)],
+            "labelX": f.label_px, "aggregateLabel": AGGREGATE_LABEL}
 
 
 def _task(task: dict[str, Any]) -> dict[str, Any]:

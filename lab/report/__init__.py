@@ -3,7 +3,8 @@
 ``build_report`` computes every figure (``build``, tallied in one ordered
 pass by ``tally`` with ``metrics`` and ``repetition``); the writers only
 format: ``markdown`` (report.md, its tables by ``tables``), ``html``
-(index.html from ``templates/index.html.j2``, run evidence by ``evidence``),
+(index.html from ``templates/index.html.j2``, its charts by ``charts`` laid
+out by ``layout``, run evidence by ``evidence``),
 ``junit`` (junit.xml), ``jsondoc`` (report.json) and ``lines`` (runs.jsonl,
 events.jsonl and the ``json=true`` run line). ``stream`` writes them all in
 one ordered pass over the records, keeping long lists in ``spool`` files:

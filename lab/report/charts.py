@@ -18,7 +18,9 @@ any browser, and printed):
   box at 0.
 
 Nothing is computed here but geometry: every figure comes from the report
-document. Rows are generated from the document's lists (which may be
+document. Each chart's :class:`~lab.report.layout.Frame` is computed from
+the texts it draws (task labels, the texts beside the rows, tick labels,
+title, legend), so none is cut off at the SVG's edge however long. Rows are generated from the document's lists (which may be
 spools), so a chart of many tasks is never held whole; an axis that depends
 on the data reads its list once more first.
 """
@@ -28,17 +30,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
+
+from lab.report.layout import Frame, cut, frame
+from lab.report.layout import label_px as layout_label_px
 
 ROW_PX = 22
 TOP_PX = 34  # axis labels above the first row
 BOTTOM_PX = 40  # axis labels and title below the last row
 PLOT_PX = 280  # the plot area's width
 PASS_K_PX = 180
-RIGHT_PX = 140  # the text beside each row
-LABEL_CHARS = 32  # longer task names are cut (in full in each row's tooltip)
-CHAR_PX = 6.5  # a generous width of one label character at 12 px
-PAD_PX = 8
+SUITE = "all tasks"  # the first row's label (bold) in the rate and pass@k charts
+ABSENT = ("nothing judged", "not measured")  # what a row without a figure says, inside the plot
 
 
 @dataclass
@@ -49,26 +53,29 @@ class Chart:
     title: str
     desc: str
     axis_title: str
-    label_px: float
+    frame: Frame
     height: float
     ticks: list[tuple[float, str, str]]  # (x, label, value) of each vertical grid line
     rows: Iterable[dict[str, Any]]
     notes: list[str] = field(default_factory=list)
-    plot_px: float = PLOT_PX
     unit: Unit | None = None  # a spread chart's unit
     legend: list[tuple[str, str, str]] = field(default_factory=list)  # (mark, colour, text) above the row texts
 
     @property
+    def label_px(self) -> float:
+        return self.frame.label_px
+
+    @property
     def x0(self) -> float:
-        return self.label_px + PAD_PX
+        return self.frame.x0
 
     @property
     def x1(self) -> float:
-        return self.x0 + self.plot_px
+        return self.frame.x1
 
     @property
     def width(self) -> float:
-        return self.x1 + PAD_PX + RIGHT_PX
+        return self.frame.width
 
     @property
     def top(self) -> float:
@@ -81,14 +88,22 @@ class Chart:
         return self.height - BOTTOM_PX + 6
 
 
-def _label(text: str) -> str:
-    return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
+def legend_text(legend: list[tuple[str, str, str]]) -> str:
+    """The legend's text as the template writes it (each mark, a space, its text and a space)."""
+    return "".join(f"{mark} {text} " if mark else f"{text} " for mark, _, text in legend)
+
+
+def chart_frame(left: float, plot_px: float, ticks: list[str], values: Iterable[str], title: str,
+                legend: list[tuple[str, str, str]], axis_title: str) -> Frame:
+    """The frame of a chart with these texts (:func:`lab.report.layout.frame`; rows without a figure say
+    one of :data:`ABSENT`)."""
+    return frame(left, plot_px, ticks=ticks, values=values, inside=ABSENT, title=title,
+                 legend=legend_text(legend), axis_title=axis_title)
 
 
 def label_px(names: Iterable[str]) -> float:
-    """Width of the label column: the longest (cut) task name."""
-    longest = max((len(_label(n)) for n in names), default=0)
-    return round(max(longest, 9) * CHAR_PX + PAD_PX)
+    """Width (px) of the label column: the widest (cut) task name, or the suite's row label (bold)."""
+    return layout_label_px(names, bold=[SUITE])
 
 
 def row_y(index: int) -> float:
@@ -111,8 +126,11 @@ class Scale:
         return round(self.x0 + self.plot_px * min(max(fraction, 0.0), 1.0), 2)
 
 
+PERCENTS = (0, 25, 50, 75, 100)
+
+
 def _percent_ticks(x: Scale) -> list[tuple[float, str, str]]:
-    return [(x(v / 100), f"{v}%", str(v / 100)) for v in (0, 25, 50, 75, 100)]
+    return [(x(v / 100), f"{v}%", str(v / 100)) for v in PERCENTS]
 
 
 ESTIMATE, PASS_HAT_K = "#1d4ed8", "#d97706"  # the colours of the dots (rate, pass@k) and of pass^k's square
@@ -125,33 +143,44 @@ def _pct(value: float) -> str:
 def rate_chart(summary: dict[str, Any], tasks: Iterable[dict[str, Any]], left: float, replay: bool) -> Chart:
     """Success rate and Wilson interval per task (``tasks``: the report's ``tasks`` blocks, in order; ``left``:
     :func:`label_px` of their ids)."""
-    x = Scale(left + PAD_PX)
+    title, axis_title = "Success rate per task", "success rate (passes / judged runs)" + (
+        "" if replay else ", 95 % Wilson interval")
+    legend = [("●", ESTIMATE, "rate"), ("", "", "(passes/judged)")]
+    texts = (_rate_text(b) for b in chain([summary], tasks))
+    f = chart_frame(left, PLOT_PX, [f"{v}%" for v in PERCENTS], (t for t in texts if t is not None), title, legend,
+                    axis_title)
+    x = Scale(f.x0)
     notes = ["A replay is deterministic: its rates have no sampling interval."] if replay else []
     return Chart(
-        "rate", "Success rate per task",
+        "rate", title,
         "Each task's success rate (passes / judged runs) as a dot"
         + ("" if replay else " with its 95 % Wilson interval as an error bar")
         + ", on a 0–100 % axis; the first row is the whole suite. The same figures are in the task table.",
-        "success rate (passes / judged runs)" + ("" if replay else ", 95 % Wilson interval"),
-        left, height(int(summary["tasks"]) + 1), _percent_ticks(x), _rate_rows(x, summary, tasks), notes,
-        legend=[("●", ESTIMATE, "rate"), ("", "", "(passes/judged)")])
+        axis_title, f, height(int(summary["tasks"]) + 1), _percent_ticks(x), _rate_rows(x, summary, tasks), notes,
+        legend=legend)
 
 
 def _rate_rows(x: Scale, summary: dict[str, Any], tasks: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    yield _rate_row(x, 0, "all tasks", summary, suite=True)
+    yield _rate_row(x, 0, SUITE, summary, suite=True)
     for index, t in enumerate(tasks, start=1):
         yield _rate_row(x, index, t["taskId"], t, suite=False)
 
 
+def _rate_text(block: dict[str, Any]) -> str | None:
+    """The text beside a rate row; None when nothing was judged."""
+    rate = block["successRate"]
+    return None if rate is None else f"{_pct(rate)} ({block['passes']}/{block['judged']} judged)"
+
+
 def _rate_row(x: Scale, index: int, name: str, block: dict[str, Any], suite: bool) -> dict[str, Any]:
     rate, bounds, judged, passes = block["successRate"], block["wilson95"], block["judged"], block["passes"]
-    row: dict[str, Any] = {"y": row_y(index), "name": name, "label": _label(name), "suite": suite,
+    row: dict[str, Any] = {"y": row_y(index), "name": name, "label": cut(name), "suite": suite,
                            "judged": judged, "present": rate is not None, "point": None, "low": None, "high": None}
     if rate is None:
-        row.update(text="nothing judged", title=f"{name}: nothing judged"
+        row.update(text=ABSENT[0], title=f"{name}: nothing judged"
                    + (f" ({block['errors']} runs errored)" if block["errors"] else ""))
         return row
-    row.update(point=x(rate), text=f"{_pct(rate)} ({passes}/{judged} judged)",
+    row.update(point=x(rate), text=_rate_text(block),
                title=f"{name}: {_pct(rate)}, {passes} of {judged} judged runs passed")
     if bounds is not None:
         row.update(low=x(bounds[0]), high=x(bounds[1]))
@@ -161,32 +190,41 @@ def _rate_row(x: Scale, index: int, name: str, block: dict[str, Any], suite: boo
 
 def pass_k_chart(summary: dict[str, Any], tasks: Iterable[dict[str, Any]], left: float, k: int) -> Chart:
     """pass^k and pass@k per task, and the suite's (fractions of tasks that passed every time / at least once)."""
-    x = Scale(left + PAD_PX, PASS_K_PX)
+    title, axis_title = f"pass@k and pass^k per task (k = {k})", "pass^k and pass@k, k′ = min(k, judged runs)"
+    legend = [("■", PASS_HAT_K, "pass^k /"), ("●", ESTIMATE, "pass@k")]
+    texts = (_pass_k_text(b["passAtK"], b["passHatK"]) for b in chain([summary], tasks))
+    f = chart_frame(left, PASS_K_PX, [f"{v}%" for v in PERCENTS], (t for t in texts if t is not None), title,
+                    legend, axis_title)
+    x = Scale(f.x0, PASS_K_PX)
     return Chart(
-        "passk", f"pass@k and pass^k per task (k = {k})",
+        "passk", title,
         "For each task, pass^k (square: every one of k runs passes) and pass@k (dot: at least one of k runs "
         "passes) on a 0–100 % axis, joined by a line: a long line is an unreliable task. The first row is the "
         "suite: the share of tasks that passed every judged run, and at least once. The same figures are in "
         "the task table.",
-        "pass^k and pass@k, k′ = min(k, judged runs)", left, height(int(summary["tasks"]) + 1), _percent_ticks(x),
-        _pass_k_rows(x, summary, tasks), plot_px=PASS_K_PX,
-        legend=[("■", PASS_HAT_K, "pass^k /"), ("●", ESTIMATE, "pass@k")])
+        axis_title, f, height(int(summary["tasks"]) + 1), _percent_ticks(x), _pass_k_rows(x, summary, tasks),
+        legend=legend)
 
 
 def _pass_k_rows(x: Scale, summary: dict[str, Any], tasks: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    yield _pass_k_row(x, 0, "all tasks", summary["passAtK"], summary["passHatK"], suite=True)
+    yield _pass_k_row(x, 0, SUITE, summary["passAtK"], summary["passHatK"], suite=True)
     for index, t in enumerate(tasks, start=1):
         yield _pass_k_row(x, index, t["taskId"], t["passAtK"], t["passHatK"], suite=False)
 
 
+def _pass_k_text(at_k: float | None, hat_k: float | None) -> str | None:
+    """The text beside a pass@k row; None when nothing was judged."""
+    return None if at_k is None or hat_k is None else f"{_pct(hat_k)} / {_pct(at_k)}"
+
+
 def _pass_k_row(x: Scale, index: int, name: str, at_k: float | None, hat_k: float | None,
                 suite: bool) -> dict[str, Any]:
-    row: dict[str, Any] = {"y": row_y(index), "name": name, "label": _label(name), "suite": suite,
+    row: dict[str, Any] = {"y": row_y(index), "name": name, "label": cut(name), "suite": suite,
                            "present": at_k is not None and hat_k is not None, "atK": None, "hatK": None}
     if at_k is None or hat_k is None:
-        row.update(text="nothing judged", title=f"{name}: nothing judged")
+        row.update(text=ABSENT[0], title=f"{name}: nothing judged")
         return row
-    row.update(atK=x(at_k), hatK=x(hat_k), text=f"{_pct(hat_k)} / {_pct(at_k)}",
+    row.update(atK=x(at_k), hatK=x(hat_k), text=_pass_k_text(at_k, hat_k),
                title=f"{name}: pass^k {_pct(hat_k)}, pass@k {_pct(at_k)}"
                + (" (tasks that passed every judged run / at least once)" if suite else ""))
     return row
@@ -256,7 +294,7 @@ def spread_chart(key: str, tasks: Pairs, count: int, left: float) -> Chart | Non
     Args:
         key: ``tokensPerRun`` or ``wallMsPerRun``.
         tasks: makes an iterator of (task block, its measured block or None
-            when nothing was judged), in task order; called three times.
+            when nothing was judged), in task order; called four times.
         count: how many tasks.
         left: the label column's width (:func:`label_px` of the task ids).
     """
@@ -266,7 +304,10 @@ def spread_chart(key: str, tasks: Pairs, count: int, left: float) -> Chart | Non
         return None
     unit = unit_of(high)
     ticks = nice_ticks(high / unit.scale)
-    x = Scale(left + PAD_PX)
+    axis_title, legend = axis.format(unit=unit.name), [("", "", "median · judged runs")]
+    texts = (_spread_text(m[key], unit) for _, m in tasks() if m is not None and key in m)
+    f = chart_frame(left, PLOT_PX, [unit.fmt(t) for t in ticks], texts, title, legend, axis_title)
+    x = Scale(f.x0)
     top = ticks[-1] * unit.scale
     sketched = any(m is not None and key in m and not m[key]["exact"] for _, m in tasks())
     notes = ["Tasks of more than 10 000 judged runs: quartiles from a sketch, within 1 %."] if sketched else []
@@ -275,10 +316,13 @@ def spread_chart(key: str, tasks: Pairs, count: int, left: float) -> Chart | Non
         f"For each task, the {title.lower()} of its judged runs as a box plot: the whiskers span the minimum to "
         f"the maximum, the box the first to the third quartile, the bar inside it is the median; on a linear "
         f"axis from 0 ({unit.name}). The five numbers are in the Measured table.",
-        axis.format(unit=unit.name), left, height(count),
-        [(x(t * unit.scale / top), unit.fmt(t), f"{t * unit.scale:g}") for t in ticks],
-        _spread_rows(x, key, tasks(), top, unit, absent), notes, unit=unit,
-        legend=[("", "", "median · judged runs")])
+        axis_title, f, height(count), [(x(t * unit.scale / top), unit.fmt(t), f"{t * unit.scale:g}") for t in ticks],
+        _spread_rows(x, key, tasks(), top, unit, absent), notes, unit=unit, legend=legend)
+
+
+def _spread_text(spread: dict[str, Any], unit: Unit) -> str:
+    """The text beside a box: the median in ``unit`` and how many runs."""
+    return f"{unit.fmt(spread['median'] / unit.scale)} {unit.name} · n = {spread['runs']}"
 
 
 def _spread_rows(x: Scale, key: str, tasks: Iterable[tuple[dict[str, Any], dict[str, Any] | None]], top: float,
@@ -286,17 +330,17 @@ def _spread_rows(x: Scale, key: str, tasks: Iterable[tuple[dict[str, Any], dict[
     for index, (t, m) in enumerate(tasks):
         name = t["taskId"]
         spread = None if m is None else m.get(key)
-        row: dict[str, Any] = {"y": row_y(index), "name": name, "label": _label(name), "suite": False,
+        row: dict[str, Any] = {"y": row_y(index), "name": name, "label": cut(name), "suite": False,
                                "present": spread is not None, "box": None}
         if spread is None:
-            why = "nothing judged" if m is None else absent
-            row.update(text="nothing judged" if m is None else "not measured", title=f"{name}: {why}")
+            why = ABSENT[0] if m is None else absent
+            row.update(text=ABSENT[0] if m is None else ABSENT[1], title=f"{name}: {why}")
             yield row
             continue
         five = [spread[f] for f in FIVE]
         row["box"] = {f: x(v / top) for f, v in zip(FIVE, five, strict=True)}
         shown = [unit.fmt(v / unit.scale) for v in five]
-        row.update(text=f"{shown[2]} {unit.name} · n = {spread['runs']}",
+        row.update(text=_spread_text(spread, unit),
                    title=f"{name}: {spread['runs']} judged runs; min {shown[0]}, first quartile {shown[1]}, "
                          f"median {shown[2]}, third quartile {shown[3]}, max {shown[4]} {unit.name}"
                          + ("" if spread["exact"] else " (quartiles within 1 %)"))

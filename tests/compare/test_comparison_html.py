@@ -14,7 +14,7 @@ import pytest
 
 from lab.compare.verdicts import compare_reports, write_comparison
 from lab.schemas import load_schema
-from tests.helpers.chromium import render
+from tests.helpers.chromium import render, texts_outside_their_svg
 from tests.helpers.reports import make_report
 
 
@@ -112,6 +112,18 @@ def test_chromium_draws_the_forest_plot(comparison: tuple[dict[str, Any], Path],
     assert [(e["data-side"], e["href"]) for e in links] == [("base", "../base-report/index.html"),
                                                             ("cand", "../cand-report/index.html")]
     assert sorted(e["data-side"] for e in page.having("disclaimer")) == ["base", "cand"]  # scripted on both sides
+
+
+@pytest.mark.slow
+def test_chromium_draws_every_forest_text_inside_the_plot(tmp_path: Path) -> None:
+    longest = "W" * 128  # the suite schema's longest task id, of the widest letter
+    base = make_report({longest: "PPPPPPPPPP", "M" * 40: "FFFFFFFFFF", "short": "PPPPPFFFFF"}, config="base")
+    cand = make_report({longest: "FFFFFFFFFF", "M" * 40: "PPPPPPPPPP", "short": "PPPPPFFFFF"}, config="cand")
+    doc = compare_reports(base, cand)
+    write_comparison(tmp_path, doc)
+    page = tmp_path / "comparison.html"
+    assert f'data-task="{longest}"' in page.read_text()  # the row keeps the whole id (its label is cut)
+    assert texts_outside_their_svg(page.as_uri()) == []
 
 
 def test_the_page_shows_p_values_and_the_power_line(comparison: tuple[dict[str, Any], Path]) -> None:

@@ -122,8 +122,9 @@ class _Browser:
                 return
             self._events.append(self._message(deadline))
 
-    def page(self, url: str, shot: Path | None, size: tuple[int, int] | None) -> str:
-        """The DOM of ``url`` once loaded; with ``shot``, a PNG of its top ``size`` (px) written there too."""
+    def page(self, url: str, shot: Path | None, size: tuple[int, int] | None, expression: str = SERIALISED_DOM) -> Any:
+        """The value of ``expression`` (by default the DOM) in ``url`` once loaded; with ``shot``, a PNG of its top
+        ``size`` (px) written there too."""
         deadline = time.monotonic() + TIMEOUT_S
         self._load("about:blank", deadline)  # so the next load is a new document, even for a #fragment of this one
         if size is None:
@@ -133,12 +134,13 @@ class _Browser:
                                                              "deviceScaleFactor": 1, "mobile": False},
                       session=True, deadline=deadline)
         self._load(url, deadline)
-        dom = self.call("Runtime.evaluate", {"expression": SERIALISED_DOM, "returnByValue": True}, session=True,
-                        deadline=deadline)["result"]["value"]
+        reply = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=True,
+                          deadline=deadline)
+        assert "exceptionDetails" not in reply, f"{url}: {reply['exceptionDetails']}"
         if shot is not None:
             data = self.call("Page.captureScreenshot", {"format": "png"}, session=True, deadline=deadline)["data"]
             shot.write_bytes(base64.b64decode(data))
-        return str(dom)
+        return reply["result"].get("value")
 
     def close(self, *, kill: bool = False) -> None:
         """Close the browser (``kill``: at once, as after a failure) and wait for it."""
@@ -177,19 +179,30 @@ def render(url: str, shot: Path | None = None, size: tuple[int, int] = (1280, 16
 
     The browser is shared by the test process; a browser that failed is closed and the next call starts one.
     """
+    dom = _in_browser(url, SERIALISED_DOM, shot, size if shot is not None else None)
+    if shot is not None:
+        assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", shot
+    return str(dom)
+
+
+def evaluate(url: str, expression: str) -> Any:
+    """The value (JSON-like) of the JavaScript ``expression`` in the page ``url`` once Chromium loaded it;
+    a script error fails the test."""
+    return _in_browser(url, expression, None, None)
+
+
+def _in_browser(url: str, expression: str, shot: Path | None, size: tuple[int, int] | None) -> Any:
+    """``expression`` evaluated in ``url`` in the shared browser (one that failed is closed; the next call starts one)."""
     program = chromium()
     if _browser and _browser[0].process.poll() is not None:
         _browser.pop().close(kill=True)
     if not _browser:
         _browser.append(_Browser(program))
     try:
-        dom = _browser[0].page(url, shot, size if shot is not None else None)
+        return _browser[0].page(url, shot, size, expression)
     except BaseException:
         _browser.pop().close(kill=True)
         raise
-    if shot is not None:
-        assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", shot
-    return dom
 
 
 def dump_dom(url: str, home: Path | None = None) -> str:
@@ -201,3 +214,44 @@ def screenshot(url: str, out: Path, home: Path | None = None, size: tuple[int, i
     """A PNG of the top ``size`` (px) of ``url``, written to ``out`` (:func:`render`); ``home`` is not used."""
     render(url, out, size)
     return out
+
+
+SVG_TEXTS = """Array.from(document.querySelectorAll('svg')).flatMap((svg, index) => {
+  const s = svg.getBoundingClientRect(), v = svg.viewBox.baseVal;
+  return Array.from(svg.querySelectorAll('text')).map(t => {
+    const r = t.getBoundingClientRect(), b = t.getBBox();
+    return {svg: svg.id || (svg.getAttribute('class') || 'svg') + '#' + index, text: t.textContent,
+            y: t.getAttribute('y'), client: [r.left - s.left, r.top - s.top, r.right - s.left, r.bottom - s.top],
+            svgSize: [s.width, s.height], bbox: [b.x, b.y, b.x + b.width, b.y + b.height],
+            viewBox: v && v.width ? [v.x, v.y, v.x + v.width, v.y + v.height] : null};
+  });
+})"""
+"""Every ``<text>`` of every ``<svg>`` on a page, as laid out: its box relative to its SVG's box (px, from
+getBoundingClientRect: left, top, right, bottom), its SVG's size, its getBBox (user units) and its SVG's viewBox."""
+
+
+def svg_texts(url: str) -> list[dict[str, Any]]:
+    """The laid-out box of each SVG text on ``url`` (:data:`SVG_TEXTS`), as Chromium drew them."""
+    return list(evaluate(url, SVG_TEXTS))
+
+
+def texts_outside_their_svg(url: str) -> list[str]:
+    """Each SVG text on ``url`` that is not wholly inside its SVG's box and viewBox, or that overlaps another
+    text on the same line of the same SVG, described in one line (none: every text fits)."""
+    texts, bad = svg_texts(url), []
+    for t in texts:
+        left, top, right, bottom = t["client"]
+        width, height = t["svgSize"]
+        if left < 0 or top < 0 or right > width or bottom > height:
+            bad.append(f"{t['svg']}: {t['text']!r} at {t['client']} outside the SVG's 0 0 {width} {height}")
+        box, view = t["bbox"], t["viewBox"]
+        if view is None:
+            bad.append(f"{t['svg']}: has no viewBox")
+        elif box[0] < view[0] or box[1] < view[1] or box[2] > view[2] or box[3] > view[3]:
+            bad.append(f"{t['svg']}: {t['text']!r} at {box} outside the viewBox {view}")
+    for i, a in enumerate(texts):
+        for b in texts[i + 1:]:
+            if a["svg"] == b["svg"] and a["y"] == b["y"] and a["client"][0] < b["client"][2] \
+                    and b["client"][0] < a["client"][2]:
+                bad.append(f"{a['svg']}: {a['text']!r} and {b['text']!r} overlap on the line y={a['y']}")
+    return bad
