@@ -18,7 +18,8 @@ A change may become a default only when all four clauses pass:
 3. ``tokens`` — the whole spend per success rose by at most
    ``max_token_increase`` (default 0.2 = 20 %), judged on the estimate; its
    95 % interval is printed beside it. The figure is total tokens per
-   success (main loop plus compaction calls, shown separately), which is
+   success (main loop plus compaction calls; the compaction tokens per
+   success shown separately), which is
    comparable across compaction settings, so a compaction A/B can be
    admitted. When a report lacks it (an older report) the clause judges
    main-loop tokens per success, not comparable across compaction settings.
@@ -153,13 +154,13 @@ def _token_clause(comparison: dict[str, Any], max_token_increase: float) -> Clau
 
 
 def _compaction_detail(deltas: dict[str, Any]) -> str:
-    """The compaction calls' share, shown apart: total minus main-loop tokens per success, per side."""
+    """The compaction calls' tokens per success, shown apart: total minus main-loop tokens per success, per side."""
     total, main = deltas.get("totalTokensPerSuccess") or {}, deltas.get("tokensPerSuccess") or {}
     sides = []
     for side in ("base", "cand"):
         if side in total and side in main:
             sides.append(f"{side} {total[side] - main[side]:.1f}")
-    return f"; compaction calls per success: {', '.join(sides)}" if sides else ""
+    return f"; compaction tokens per success: {', '.join(sides)}" if sides else ""
 
 
 def _repeated_clause(base: dict[str, Any], cand: dict[str, Any],

@@ -89,7 +89,7 @@ def test_a_compaction_a_b_is_judged_on_total_tokens_including_compaction_calls()
     tokens = result.clauses[2]
     assert tokens.status == "pass", tokens.detail
     assert "total tokens per success 2000.0 -> 1350.0" in tokens.detail
-    assert "compaction calls per success: base 0.0, cand 350.0" in tokens.detail
+    assert "compaction tokens per success: base 0.0, cand 350.0" in tokens.detail
     pricier = make_report(BEST, config="cand", compaction=on, tokens=(900, 100), compaction_tokens=(1500, 400))
     assert admit(base, pricier).clauses[2].status == "fail"  # 2900 per success: +45 %
 
