@@ -66,15 +66,24 @@ def summarise(report_dir: Path) -> tuple[int, str]:
 
 def claims_and_tokens_line(doc: dict[str, Any]) -> str:
     """False positives and negatives (SPEC X2: the agent's claim against the verdict), then the
-    token totals of the judged runs; the totals only when every judged run reported usage (M4)."""
+    token totals of the judged runs; the totals only when every judged run reported usage (M4).
+
+    The total is the whole spend, as ``lab admit`` judges it: main-loop input and output plus the
+    compaction calls' tokens (``measured.compactionTokens``, shown as ``N compaction`` when not 0).
+    When a compaction call did not report its usage the total is the main loop's and says so.
+    """
     s = doc["summary"]
     line = (f"false positives {s['falsePositives']} (claimed success, failed), "
             f"false negatives {s['falseNegatives']}")
     measured = doc.get("measured")
     if measured and not measured.get("usageIncomplete"):
-        total = measured["inputTokens"] + measured["outputTokens"]
-        line += (f"; tokens {total:,} ({measured['inputTokens']:,} in, {measured['outputTokens']:,} out) "
+        tokens_in, tokens_out = measured["inputTokens"], measured["outputTokens"]
+        compaction = measured.get("compactionTokens")
+        parts = f"{tokens_in:,} in, {tokens_out:,} out" + (f", {compaction:,} compaction" if compaction else "")
+        line += (f"; tokens {tokens_in + tokens_out + (compaction or 0):,} ({parts}) "
                  f"over {measured['runsJudged']} judged run(s)")
+        if compaction is None and measured.get("compactions"):
+            line += ", main loop only: not every compaction call reported its usage"
     return line
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lab.report.closing import attempted_line
+from lab.report import build_report, write_report
+from lab.report.closing import attempted_line, claims_and_tokens_line, summarise
 from lab.report.markdown import endpoint_text
+from tests.helpers.reports import make_header, make_records
 
 
 def doc(requested: int, completed: int, voided: bool) -> dict[str, Any]:
@@ -63,3 +66,30 @@ def test_token_totals_are_left_out_when_a_run_reported_no_usage() -> None:
     assert claims_and_tokens_line({"summary": summary, "measured": measured}) == (
         "false positives 0 (claimed success, failed), false negatives 2")
     assert claims_and_tokens_line({"summary": summary}) == "false positives 0 (claimed success, failed), false negatives 2"
+
+
+def test_the_token_total_counts_the_compaction_tokens_as_lab_admit_does(tmp_path: Path) -> None:
+    records = make_records({"a": "PPF", "b": "PF"}, tokens=(1000, 200))
+    records += make_records({"c": "PP"}, tokens=(900, 100), compaction=(300, 50))
+    doc = build_report(make_header(k=3, compaction={"enabled": True, "threshold": 0.8}), records)
+    write_report(tmp_path, doc, records)
+    _, text = summarise(tmp_path)
+    # 5 runs x 1200 + 2 runs x 1000 in the main loop, 2 x 350 in compaction calls
+    assert ("false positives 0 (claimed success, failed), false negatives 0; tokens 8,700 (6,800 in, 1,200 out, "
+            "700 compaction) over 7 judged run(s)") in text.splitlines()
+    measured = doc["measured"]
+    assert 8_700 / doc["summary"]["passes"] == measured["totalTokensPerSuccess"]  # the figure lab admit judges
+
+
+@pytest.mark.parametrize(("compaction", "shown"), [
+    ({"compactions": 0, "compactionTokens": 0}, "tokens 1,500 (1,000 in, 500 out) over 3 judged run(s)"),
+    ({"compactions": 2, "compactionTokens": 35_355},
+     "tokens 36,855 (1,000 in, 500 out, 35,355 compaction) over 3 judged run(s)"),
+    ({"compactions": 2}, "tokens 1,500 (1,000 in, 500 out) over 3 judged run(s), main loop only: not every "
+                         "compaction call reported its usage"),
+    ({}, "tokens 1,500 (1,000 in, 500 out) over 3 judged run(s)"),  # an older report: no compaction figures
+])
+def test_the_token_total_says_what_it_counts(compaction: dict[str, int], shown: str) -> None:
+    measured = {"usageIncomplete": False, "inputTokens": 1000, "outputTokens": 500, "runsJudged": 3, **compaction}
+    line = claims_and_tokens_line({"summary": {"falsePositives": 0, "falseNegatives": 0}, "measured": measured})
+    assert line == f"false positives 0 (claimed success, failed), false negatives 0; {shown}"
