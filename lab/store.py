@@ -4,14 +4,17 @@ The run store keeps each report at
 ``<data dir>/<suiteId>/<store key>/reports/<runId>/report.json`` (DESIGN.md), and
 a variants command each variant's at
 ``<data dir>/<suiteId>/variants/<command>/store/<label>/reports/<runId>/report.json``.
-A command that takes a report accepts a ``report.json`` path, its directory,
-or a run id (``<suiteId>.v<version>.<cfg12>.<endpoint>.k<k>.s<seed>``) found in either
-place; this module turns any of them into a checked report document.
+A command that takes a report (``lab compare``, ``admit``, ``gate``, ``plan``,
+``export``; ``doit compare``, ``doit export``) accepts a ``report.json`` path, its
+directory, or a run id (``<suiteId>.v<version>.<cfg12>.<endpoint>.k<k>.s<seed>``) found
+in either place; :func:`resolve_report` turns any of them into the report file, and
+:func:`load_report` into a checked report document.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +47,9 @@ class StoredReport:
     doc: dict[str, Any]
 
     @property
-    def run_dir(self) -> Path:
-        """``<data>/<suite>/<store key>``: the run-store directory of this report's suite version, configuration and endpoint."""
-        return self.report_dir.parent.parent
+    def run_dir(self) -> Path | None:
+        """The run-store directory the report was published from (:func:`store_dir`), or None."""
+        return store_dir(self.report_dir, self.doc.get("header", {}).get("runId"))
 
 
 def is_plain_name(name: str) -> bool:
@@ -60,6 +63,24 @@ def report_files(run_id: str, data: Path) -> list[Path]:
     (``<suite>/variants/<command>/store/<label>/reports/<run id>/``), sorted."""
     return sorted([*data.glob(f"*/*/reports/{run_id}/report.json"),
                    *data.glob(f"*/variants/*/store/*/reports/{run_id}/report.json")])
+
+
+def store_dir(report_dir: Path, run_id: object) -> Path | None:
+    """The run-store directory a report directory was published from, as an absolute path.
+
+    ``<X>`` for ``<X>/reports/<run id>/`` (an eval's ``<data>/<suite>/<store key>``, or a
+    variant's ``…/variants/<command>/store/<label>``); for the copy a variants command
+    keeps at ``<command>/<label>/``, the variant's store ``<command>/store/<label>`` when
+    it holds the report of ``run_id`` (the ``runId`` of the report's header). None for a
+    report anywhere else (a copy, a variants command's ``out=DIR``): it has no store.
+    """
+    report_dir = Path(os.path.abspath(report_dir))  # "." and "x/.." have no name to walk up from
+    if report_dir.parent.name == "reports":
+        return report_dir.parent.parent
+    store = report_dir.parent / "store" / report_dir.name
+    if isinstance(run_id, str) and is_plain_name(run_id) and (store / "reports" / run_id / "report.json").is_file():
+        return store
+    return None
 
 
 def find_run(run_id: str, data: Path) -> Path:
@@ -85,11 +106,15 @@ def find_run(run_id: str, data: Path) -> Path:
 def resolve_report(ref: str, data: Path) -> Path:
     """The ``report.json`` that ``ref`` names: a file, its directory, or a run id.
 
-    A path that exists wins over a run id of the same spelling.
+    A path that exists wins over a run id of the same spelling. The path is
+    returned as given (relative when ``ref`` is), ``report.json`` appended to a directory.
 
     Raises:
-        ReportError: nothing of that name exists.
+        ReportError: ``ref`` is empty, or nothing of that name exists (a run id
+            naming several reports lists them: :func:`find_run`).
     """
+    if not ref.strip():
+        raise ReportError("no report given: expected a report.json, its directory or a run id")
     path = Path(ref).expanduser()
     if path.is_dir():
         if not (path / "report.json").is_file():

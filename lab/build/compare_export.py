@@ -1,11 +1,12 @@
 """doit tasks that share results: ``doit compare`` and ``doit export`` (SPEC K1, E1).
 
     doit compare base=A cand=B [out=DIR] [tolerance=0.05]
-    doit export run=RUN_ID out=FILE [force=true] [redact=true]
+    doit export run=REPORT out=FILE [force=true] [redact=true]
 
 Unlike ``eval``, these take their own variables, not Hydra overrides; an
-unknown variable is a one-line usage error (exit 1). ``base``/``cand`` are a
-``report.json``, its directory or a run id. The comparison is a file target
+unknown variable is a one-line usage error (exit 1). ``base``, ``cand`` and
+``run`` are each a ``report.json``, its directory or a run id, found as
+``lab compare`` finds them (:func:`lab.store.resolve_report`). The comparison is a file target
 (``DIR/comparison.json`` and ``comparison.md``; default DIR
 ``<data dir>/comparisons/<base run id>-vs-<cand run id>``) over both report
 files, so it is rebuilt only when a report or the tolerance changes. The
@@ -102,45 +103,45 @@ def _compare_action(base: Path, cand: Path, out_dir: Path, tolerance: float) -> 
 
 
 def task_export() -> Iterator[dict[str, Any]]:
-    """Export one run as a scrubbed, secret-checked JSON bundle (doit export run=ID out=FILE [force=true] [redact=true])."""
+    """Export one run as a scrubbed, secret-checked JSON bundle (doit export run=REPORT out=FILE [force=true] [redact=true])."""
     yield from creator("export", _export_spec, lambda spec: _export_tasks(*spec), prefix="doit export: ")
 
 
-def _export_tasks(run_id: str, out: Path, force: bool, redact: bool,
-                  report_dir: Path) -> Iterator[dict[str, Any]]:
+def _export_tasks(report: Path, out: Path, force: bool, redact: bool, name: str) -> Iterator[dict[str, Any]]:
     from doit.tools import config_changed
 
     from lab.export.bundle import BUNDLE_SCHEMA_VERSION
 
-    yield {"name": run_id, "actions": [(_export_action, [run_id, out, force, redact])],
-           "file_dep": [str(report_dir / name) for name in ("report.json", "runs.jsonl", "report.md")],
+    yield {"name": name, "actions": [(_export_action, [report, out, force, redact])],
+           "file_dep": [str(report), *(str(report.parent / n) for n in ("runs.jsonl", "report.md"))],
            "targets": [str(out)],
            "uptodate": [False] if force else [config_changed({"schemaVersion": BUNDLE_SCHEMA_VERSION,
                                                                "redact": redact})],
            "verbosity": 2}
 
 
-def _export_spec() -> tuple[str, Path, bool, bool, Path]:
-    """(run id, out file, force, redact, report dir) from the variables."""
+def _export_spec() -> tuple[Path, Path, bool, bool, str]:
+    """(absolute report.json, out file, force, redact, task name: the report's run id) from the variables."""
     from lab.config.options import flag
-    from lab.store import find_run
+    from lab.store import read_report, resolve_report
 
     variables = _variables(EXPORT_VARS, ("run", "out"),
-                           "doit export run=RUN_ID out=FILE [force=true] [redact=true]")
-    report_dir = find_run(variables["run"], paths.data_dir())
-    return (variables["run"], Path(variables["out"]).absolute(), flag(variables, "force"),
-            flag(variables, "redact"), report_dir)
+                           "doit export run=REPORT out=FILE [force=true] [redact=true]")
+    report = resolve_report(variables["run"], paths.data_dir()).absolute()
+    name = read_report(report)["header"].get("runId") or report.parent.name
+    return report, Path(variables["out"]).absolute(), flag(variables, "force"), flag(variables, "redact"), name
 
 
-def _export_action(run_id: str, out: Path, force: bool, redact: bool) -> Any:
+def _export_action(report: Path, out: Path, force: bool, redact: bool) -> Any:
     from doit.exceptions import TaskFailed
 
     from lab.export.bundle import export_run
 
     try:
-        result = export_run(run_id, out, data=paths.data_dir(), env=os.environ, force=force, redact=redact)
+        result = export_run(str(report), out, data=paths.data_dir(), env=os.environ, force=force, redact=redact)
     except (LabError, OSError) as exc:
         print(f"doit export: {exc}", file=sys.stderr)
         return TaskFailed(str(exc), report=False)
-    print(f"exported {run_id} to {result.out} ({result.runs} runs, {result.size_bytes} bytes)", flush=True)
+    print(f"exported {result.run_id} ({result.report_dir}) to {result.out} "
+          f"({result.runs} runs, {result.size_bytes} bytes)", flush=True)
     return None

@@ -15,7 +15,7 @@
                                       the admission rule, clause by clause; exit 0 = admit
     lab plan BASELINE delta=0.10 [power=0.8] [alpha=0.05] [variants=2] [jobs=1] [json=true]
                                       k per task and for the suite, runs, cost and time to detect delta
-    lab export RUN_ID out=FILE [force=true] [redact=true]   one scrubbed, secret-checked JSON bundle of a run
+    lab export REPORT out=FILE [force=true] [redact=true]   one scrubbed, secret-checked JSON bundle of a run
     lab tools                         the built-in tools: names, arguments, result formats (= docs/tools.md)
     lab --version                     the lab's version; `python -m lab …` is the same as `lab …`
     lab agents install NAME           install a command agent's pinned version under the data dir

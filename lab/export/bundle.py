@@ -1,11 +1,15 @@
 r"""Export one run as a shareable JSON bundle (SPEC E1–E3).
 
-``lab export RUN_ID out=FILE [force=true]`` writes one bundle
+``lab export REPORT out=FILE [force=true]`` writes one bundle
 ``{"schemaVersion": 1, "report": <report.json>, "runs": [<runs.jsonl records>],
-"markdown": <report.md>}`` after two passes over every string in it:
+"markdown": <report.md>}`` after two passes over every string in it. REPORT is
+what ``lab compare`` takes (:func:`lab.store.resolve_report`): a run id, a
+``report.json`` or the directory holding one; ``runs.jsonl`` and ``report.md``
+are read beside the report file.
 
 1. **Placeholders** (E2). An absolute path becomes ``<run-dir>/…`` under the
-   run's store directory (``<data>/<suite>/<store key>``), ``<tmp>/…`` under the
+   run's store directory (``<data>/<suite>/<store key>``; :func:`lab.store.store_dir`,
+   none for a report copied out of the run store), ``<tmp>/…`` under the
    temp dir, ``<home>/…`` under the home directory (the longest matching
    base wins, so a run dir inside the home dir is ``<run-dir>``). Any
    user's home directory, wherever it appears, is ``<home>`` too:
@@ -42,7 +46,7 @@ from lab.export.secrets import SecretHit, SecretScanner, describe_hits
 from lab.export.userpaths import path_bases as path_bases  # re-exported: the export's path bases
 from lab.export.userpaths import user_paths
 from lab.files import dumps_json, loads_json, read_text, split_lines, write_atomic
-from lab.store import find_run, read_report
+from lab.store import load_report, read_report
 
 BUNDLE_SCHEMA_VERSION = 1
 CUSTOM_ENDPOINT = "custom-endpoint"
@@ -69,11 +73,14 @@ class ExportError(LabError):
 
 @dataclass(frozen=True)
 class ExportResult:
-    """What an export wrote: ``out`` (the bundle file), its size in bytes and the run count."""
+    """What an export wrote: ``out`` (the bundle file), its size in bytes and the run count,
+    and what it read: the report's ``run_id`` (its header's ``runId``) and ``report_dir``."""
 
     out: Path
     size_bytes: int
     runs: int
+    run_id: str
+    report_dir: Path
 
 
 def placeholder_paths(text: str, bases: list[tuple[str, str]]) -> str:
@@ -128,14 +135,20 @@ def scrub(value: Any, bases: list[tuple[str, str]], providers: set[str] | None =
     return value
 
 
-def read_bundle(report_dir: Path) -> dict[str, Any]:
+def read_bundle(report_dir: Path, report: dict[str, Any] | None = None) -> dict[str, Any]:
     """The unscrubbed bundle of one report directory.
+
+    Args:
+        report_dir: holds ``runs.jsonl`` and ``report.md`` (and ``report.json``).
+        report: the report document when already read (:func:`lab.store.load_report`);
+            default: ``report_dir/report.json``, read and checked.
 
     Raises:
         ReportError / RecordVersionError: report.json is missing or invalid.
         ExportError: runs.jsonl or report.md cannot be read.
     """
-    report = read_report(report_dir / "report.json")
+    if report is None:
+        report = read_report(report_dir / "report.json")
     try:
         lines = split_lines(read_text(report_dir / "runs.jsonl"))
         runs = [loads_json(line) for line in lines if line.strip()]
@@ -145,11 +158,12 @@ def read_bundle(report_dir: Path) -> dict[str, Any]:
     return {"schemaVersion": BUNDLE_SCHEMA_VERSION, "report": report, "runs": runs, "markdown": markdown}
 
 
-def credential_env_names(run_dir: Path, provider_conf_dir: Path | None = None) -> list[str]:
-    """Variable names holding API keys: the run's ``provider.api_key_env`` and every provider config's."""
+def credential_env_names(run_dir: Path | None, provider_conf_dir: Path | None = None) -> list[str]:
+    """Variable names holding API keys: the run's ``provider.api_key_env`` (from
+    ``run_dir/config.json``; none when ``run_dir`` is None) and every provider config's."""
     names = set()
     try:
-        config = loads_json(read_text(run_dir / "config.json"))
+        config = loads_json(read_text(run_dir / "config.json")) if run_dir is not None else {}
         name = ((config.get("config") or {}).get("provider") or {}).get("api_key_env")
         if isinstance(name, str) and name:
             names.add(name)
@@ -161,14 +175,16 @@ def credential_env_names(run_dir: Path, provider_conf_dir: Path | None = None) -
     return sorted(names)
 
 
-def export_run(run_id: str, out: Path, *, data: Path, env: Mapping[str, str], force: bool = False,
+def export_run(ref: str, out: Path, *, data: Path, env: Mapping[str, str], force: bool = False,
                redact: bool = False,
                home: Path | None = None, tmp: Path | None = None,
                credential_env: Iterable[str] = ()) -> ExportResult:
-    """Write the scrubbed, secret-checked bundle of ``run_id`` to ``out``.
+    """Write the scrubbed, secret-checked bundle of the report ``ref`` names to ``out``.
 
     Args:
-        run_id: a plain run id (``^[A-Za-z0-9][A-Za-z0-9._-]*$``, no ``..``).
+        ref: what ``lab compare`` takes (:func:`lab.store.resolve_report`): a run id
+            found in the run store, a ``report.json``, or the directory holding one
+            (a variants command's ``<command>/<label>/`` copy too).
         out: the bundle file to write.
         data: the run store root (``lab.paths.data_dir()``).
         env: the environment (home dir, credentials to look for).
@@ -178,21 +194,22 @@ def export_run(run_id: str, out: Path, *, data: Path, env: Mapping[str, str], fo
         credential_env: extra variable names that hold credentials.
 
     Raises:
-        ReportError: not a plain run id, or no such run.
+        ReportError: no such report, a run id naming several (give a path), or
+            not a valid report.
         ExportError: ``out`` exists (without ``force``) or is a directory, or
             the bundle holds a secret (``.hits``); nothing is written.
     """
     from lab import paths
 
-    report_dir = find_run(run_id, data)
+    stored = load_report(ref, data)
     if out.is_dir():
         raise ExportError(f"{out}: is a directory; give out=FILE")
     if out.exists() and not force:
         raise ExportError(f"{out}: exists; pass force=true to overwrite")
-    run_dir = report_dir.parent.parent
+    run_dir = stored.run_dir
     home = home or Path(env.get("HOME") or Path.home())
     bases = path_bases(run_dir, home=home, tmp=tmp or Path(tempfile.gettempdir()))
-    bundle = scrub(read_bundle(report_dir), bases)
+    bundle = scrub(read_bundle(stored.report_dir, stored.doc), bases)
     names = [*credential_env, *credential_env_names(run_dir, paths.CONF_DIR / "provider")]
     scanner = SecretScanner(env=env, credential_env=names)
     hits = scanner.scan(bundle)
@@ -203,4 +220,6 @@ def export_run(run_id: str, out: Path, *, data: Path, env: Mapping[str, str], fo
                           f"nothing written to {out} (redact=true replaces them by markers)", hits)
     data_bytes = dumps_json(bundle).encode("utf-8")
     write_atomic(out, data_bytes)
-    return ExportResult(out=out, size_bytes=len(data_bytes), runs=len(bundle["runs"]))
+    return ExportResult(out=out, size_bytes=len(data_bytes), runs=len(bundle["runs"]),
+                        run_id=str(stored.doc["header"].get("runId") or stored.report_dir.name),
+                        report_dir=stored.report_dir)

@@ -134,10 +134,17 @@ def test_an_environment_credential_is_refused(tmp_path: Path, home: Path) -> Non
         export_run(run_id, tmp_path / "b.json", data=tmp_path / "data", env={"ACME_API_KEY": secret}, home=home)
 
 
-@pytest.mark.parametrize("run_id", ["../x", "a/b", ".hidden", "toy..k5", "/abs", ""])
-def test_a_run_id_must_be_a_plain_name(tmp_path: Path, run_id: str) -> None:
-    with pytest.raises(ReportError, match="not a plain name"):
-        export_run(run_id, tmp_path / "b.json", data=tmp_path, env={})
+@pytest.mark.parametrize(("ref", "message"), [
+    *((ref, f"{ref}: no such report file, directory or run id")
+      for ref in ("../x", "a/b", ".hidden", "toy..k5", "/abs", "toy.abc.k5.s0")),
+    ("", "no report given"),  # not the working directory's report
+])
+def test_a_reference_to_no_report_is_refused_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       ref: str, message: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ReportError) as err:
+        export_run(ref, tmp_path / "b.json", data=tmp_path, env={})
+    assert str(err.value).startswith(message) and not (tmp_path / "b.json").exists()
 
 
 def test_overwriting_needs_force(tmp_path: Path, home: Path) -> None:
@@ -177,9 +184,10 @@ def test_cli_writes_then_refuses_to_overwrite_then_forces(tmp_path: Path, home: 
     assert forced.returncode == 0, forced.stderr
 
 
-def test_cli_refuses_a_path_as_run_id(tmp_path: Path) -> None:
-    result = run_cmd(["lab", "export", "../etc", f"out={tmp_path / 'b.json'}"], tmp_path)
-    assert result.returncode == 1 and "not a plain name" in result.stderr
+def test_cli_refuses_a_directory_without_a_report(tmp_path: Path) -> None:
+    result = run_cmd(["lab", "export", str(tmp_path), f"out={tmp_path / 'b.json'}"], tmp_path)
+    assert result.returncode == 1 and f"{tmp_path}: no report.json in this directory" in result.stderr
+    assert not (tmp_path / "b.json").exists()
 
 
 def test_doit_export_writes_the_target(tmp_path: Path, home: Path) -> None:
