@@ -26,6 +26,9 @@ from lab.build.graph import Prepared, eval_tasks, prepare
 from lab.errors import ConfigError
 from lab.suites.source import cassette_root
 
+CI_KEYS = ("cassette_dir", "jobs", "json", "out", "progress", "suite", "suite_dir", "yes")
+"""Every key ``ci`` takes (``lab ci --help`` describes each, lab.cli.ci); any other is refused."""
+
 
 def plan_ci(overrides: list[str]) -> tuple[list[Any], list[tuple[str, str]]]:
     """Prepared replays of every selected suite with cassettes, and the skipped ones.
@@ -45,11 +48,11 @@ def plan_ci(overrides: list[str]) -> tuple[list[Any], list[tuple[str, str]]]:
         ConfigError: another key, an unknown suite, an empty suite_dir, or
             cassette_dir with more than one suite; SuiteError: a bad suite.
     """
-    allowed = {"out", "jobs", "progress", "json", "cassette_dir", "suite_dir", "suite", "yes"}
     given = dict(o.split("=", 1) for o in overrides)
-    unknown = sorted(set(given) - allowed)
+    unknown = sorted(set(given) - set(CI_KEYS))
     if unknown:
-        raise ConfigError(f"ci: unknown key {', '.join(map(repr, unknown))} (ci takes: {', '.join(sorted(allowed))})")
+        raise ConfigError(f"ci: unknown key {', '.join(map(repr, unknown))} (ci takes: {', '.join(CI_KEYS)}; "
+                          "see `lab ci --help`)")
     selected = _selected_suites(given)
     if given.get("cassette_dir") and len(selected) != 1:
         raise ConfigError(f"ci: cassette_dir= holds the recordings of a single suite, but {len(selected)} suites "

@@ -7,8 +7,8 @@
     lab variants suite=… variant=a,b  run variants interleaved over the same runs, then compare them
     lab variants suite=… variant=a,b k=K sequential=true [round=5] [tolerance=0.05]   in rounds of
                                       repetitions; stop when a sequential test decides (k = the most)
-    lab ci [out=DIR] [suite_dir=DIR] [suite=ID] [cassette_dir=DIR]   replay every bundled (or suite_dir)
-                                      cassette; exit 2 on divergence, 1 on failure; cassette_dir: one suite only
+    lab ci [suite=ID] [suite_dir=DIR] [cassette_dir=DIR] [out=DIR] [jobs=N] [json=true] [progress=true] [yes=true]
+                                      replay every bundled (or suite_dir) cassette; exit 2 on divergence, 1 on failure
     lab gen-stress instances=N [out=DIR] [force=true]   write N seeded chain-walk-rules instances
     lab compare BASE CAND [json=true] [out=DIR] [tolerance=0.05]   compare two reports; exit 3 if incompatible
     lab admit BASE CAND [REPEAT_BASE REPEAT_CAND] [tolerance=0.05] [max_token_increase=0.2] [json=true]
@@ -45,7 +45,7 @@ from collections.abc import Sequence
 COMMANDS = {
     "run": "lab.cli.run:run",
     "record": "lab.cli.run:record",
-    "ci": "lab.cli.run:ci",
+    "ci": "lab.cli.ci:ci",
     "variants": "lab.cli.run:variants",
     "list": "lab.cli.listing:list_suites",
     "gate": "lab.cli.gate:gate",
@@ -60,7 +60,10 @@ COMMANDS = {
 
 USAGE = (__doc__ or "").split("\n(For developers:")[0]
 HYDRA_COMMANDS = ("run", "record", "ci", "variants")
-"""Commands whose ``key=value`` words are Hydra overrides (they share --help, --cfg, --info)."""
+"""Commands that drive the doit graph (they share --cfg, --info and --shell-completion)."""
+CONFIG_HELP = ("run", "record", "variants")
+"""Commands whose ``key=value`` words are Hydra overrides: their --help lists the config groups and
+keys. ``lab ci`` takes keys of its own; its --help is its module's, as for the small commands."""
 
 
 def command_help(command: str, handler: object) -> str:
@@ -104,19 +107,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"lab: unknown command {command!r}; try `lab --help`", file=sys.stderr)
         return 1
     module_name, function_name = COMMANDS[command].split(":")
+    wants_help = "-h" in rest or "--help" in rest
     if command in HYDRA_COMMANDS:
         from lab.cli import config_flags
 
-        if "-h" in rest or "--help" in rest:
+        if wants_help and command in CONFIG_HELP:
             print(config_flags.help_text(command))
             return 0
-        if config_flags.handles(rest):
+        if not wants_help and config_flags.handles(rest):
             return config_flags.config_flags(command, rest)
     # As dodo.py does for `doit`: the objects left at exit are not walked by a last collection.
     atexit.unregister(gc.freeze)
     atexit.register(gc.freeze)
     handler = getattr(importlib.import_module(module_name), function_name)
-    if "-h" in rest or "--help" in rest:
+    if wants_help:
         print(command_help(command, handler))
         return 0
     try:

@@ -1,4 +1,4 @@
-"""`lab run`, `lab record`, `lab ci`: drive the same doit graph as `doit eval` / `record` / `ci`."""
+"""`lab run`, `lab record`, `lab variants`: drive the same doit graph as `doit eval` / `record` / `variants`."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ def run(overrides: list[str]) -> int:
         from lab.build.multirun import run_multirun
 
         return run_multirun([o for o in overrides if o not in ("-m", "--multirun")])
-    return _doit("eval", overrides, command="run")
+    return run_doit("eval", overrides, command="run")
 
 
 def record(overrides: list[str]) -> int:
     """``lab record OVERRIDES…`` = ``doit record OVERRIDES…``."""
-    return _doit("record", overrides)
+    return run_doit("record", overrides)
 
 
-def _doit(basename: str, overrides: list[str], *, command: str | None = None) -> int:
+def run_doit(basename: str, overrides: list[str], *, command: str | None = None) -> int:
     """Run doit task ``basename`` with ``overrides``; print usage errors as one line."""
     from lab.build.commands import run_graph
 
@@ -34,11 +34,6 @@ def _doit(basename: str, overrides: list[str], *, command: str | None = None) ->
     from lab.cli.options import guarded
 
     return guarded("run" if basename == "eval" else basename, lambda: run_graph(basename, overrides))
-
-
-def ci(overrides: list[str]) -> int:
-    """``lab ci [out=DIR] [suite_dir=DIR] [suite=ID] [cassette_dir=DIR]`` = ``doit ci`` (SPEC R7, lab.build.ci)."""
-    return _doit("ci", overrides)
 
 
 def variants(overrides: list[str]) -> int:
@@ -57,7 +52,7 @@ def variants(overrides: list[str]) -> int:
         print(exc, file=sys.stderr)
         return 1
     if not sequential or any("=" not in o or o.startswith("-") for o in overrides):
-        return _doit("variants", overrides)  # (a word that is not key=value: its one-line error)
+        return run_doit("variants", overrides)  # (a word that is not key=value: its one-line error)
     return guarded("variants", lambda: _sequential(overrides))
 
 
