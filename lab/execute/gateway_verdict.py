@@ -15,7 +15,8 @@ built-in agent's is:
   a wrong token, a body that does not decode) is ``status: error`` with
   ``error.kind: agent_setup``, naming the requests it made;
 * usage not reported by some call (or reported as zeros that cannot be
-  measurements) is a ``usage_unreported`` incident, and an answer with no
+  measurements, or never seen: a stream the agent hung up on before its
+  end) is a ``usage_unreported`` incident, and an answer with no
   text and no tool call an ``empty_response`` incident, as for the built-in agent.
 """
 
@@ -68,6 +69,10 @@ def gateway_incidents(stats: Any) -> list[dict[str, Any]]:
         if zeros:
             detail += (f" ({zeros} reported 0 tokens for a call that carried a prompt and produced output: "
                        "not a measurement, read as not reported)")
+        abandoned = stats.abandoned_calls
+        if abandoned:
+            detail += (f" ({abandoned} abandoned before the provider reported it: the agent hung up "
+                       "mid-stream, or the run ended with the call in flight)")
         incidents.append({"type": "incident", "kind": "usage_unreported",
                           "detail": detail + "; the run's usage is not reported (never $0)"})
     if stats.empty_answers:

@@ -9,6 +9,14 @@ An *exchange* is an answer as it came off the wire, the shape cassettes hold
     {"type": "sse",  "status": 200, "events": [...],
      "eventNames": ["response.created", ...]}                      # when any event had a name
     … "complete": false                                            # a stream cut short
+    … "complete": false, "abandoned": true                         # the lab stopped reading it
+
+A stream is *abandoned* when the lab stopped reading it before it ended: the
+agent hung up mid-stream, or the run ended while it was in flight (the
+gateway also stops at an error event, which replay meets first). The
+provider's usage comes at a stream's end, so an abandoned stream's is never
+seen: the call counts as one without usage, and its replay ends the stream
+where the recording ends, counted the same way (not a fault).
 
 What an answer says (usage, completeness, fault) is read by the lab's one
 wire layer, ``lab.providers.answer``, the same reading the built-in agent's
@@ -66,6 +74,8 @@ class UpstreamReply:
             ``text/event-stream``); the consumer must ``aclose()`` it.
         retry_after_s: the wait the provider asked for (``Retry-After`` /
             ``retry-after-ms``), or None.
+        abandoned: the replay of a stream the lab stopped reading when it was
+            recorded: its events end where the agent left, not in a fault.
     """
 
     status: int
@@ -73,6 +83,7 @@ class UpstreamReply:
     body: bytes = b""
     events: AsyncGenerator[SseEvent, None] | None = None
     retry_after_s: float | None = None
+    abandoned: bool = False
 
 
 def body_exchange(status: int, body: bytes) -> Exchange:
@@ -83,13 +94,17 @@ def body_exchange(status: int, body: bytes) -> Exchange:
         return {"type": "text", "status": status, "text": body.decode("utf-8", "replace")}
 
 
-def sse_exchange(status: int, events: Sequence[SseEvent], *, complete: bool = True) -> Exchange:
-    """The exchange of a stream; ``eventNames`` only when some event was named."""
+def sse_exchange(status: int, events: Sequence[SseEvent], *, complete: bool = True,
+                 abandoned: bool = False) -> Exchange:
+    """The exchange of a stream; ``eventNames`` only when some event was named; ``abandoned``
+    (which implies ``complete: false``) when the lab stopped reading it before it ended."""
     exchange: Exchange = {"type": "sse", "status": status, "events": [e.data for e in events]}
     if any(e.event for e in events):
         exchange["eventNames"] = [e.event or "" for e in events]
-    if not complete:
+    if not complete or abandoned:
         exchange["complete"] = False
+    if abandoned:
+        exchange["abandoned"] = True
     return exchange
 
 
@@ -111,7 +126,8 @@ def reply_from_exchange(exchange: Exchange) -> UpstreamReply:
         if len(names) != len(data):
             raise ValueError(f"exchange: eventNames has {len(names)} entries for {len(data)} events")
         events = [SseEvent(d, n or None) for d, n in zip(data, names)]
-        return UpstreamReply(status, "text/event-stream", events=_play(events))
+        return UpstreamReply(status, "text/event-stream", events=_play(events),
+                             abandoned=exchange.get("abandoned") is True)
     raise ValueError(f'exchange: field "type": expected "json", "text" or "sse", got {kind!r}')
 
 

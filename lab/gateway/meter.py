@@ -12,7 +12,10 @@ Tokens count only what the provider reported. After the first successful
 call without usage, ``maxTokens`` is no longer enforced (a figure that is not
 known is never guessed) and :attr:`GatewayStats.usage` is None. Zeros that
 cannot be measurements (0 input tokens; 0 output tokens beside output) count
-as not reported (``lab.providers.usage.implausible_zero``).
+as not reported (``lab.providers.usage.implausible_zero``). So does a call
+*abandoned* before the lab saw its usage: a stream the agent hung up on
+before its end (providers report usage in a stream's last events), or a call
+still in flight when the run ended.
 
 Besides spending, the meter keeps what the run's report needs to tell an
 outage or a setup error from the agent's own failure: upstream faults that
@@ -71,7 +74,8 @@ class GatewayStats:
             (budget exceeded, replay divergence, malformed body).
         upstream_errors: admitted calls whose upstream fault persisted past the retries.
         calls_with_usage: successful calls whose answer reported usage.
-        calls_without_usage: successful calls whose answer reported none.
+        calls_without_usage: successful calls whose answer reported none, and
+            abandoned calls (their usage was never seen).
         input_tokens: sum over the calls that reported usage.
         output_tokens: sum over the calls that reported usage.
         cached_input_tokens: sum, or None unless every reporting call gave it.
@@ -80,6 +84,9 @@ class GatewayStats:
         elapsed_ms: wall time since the meter started.
         cached_calls: reporting calls that gave a cached-input figure.
         zero_usage_calls: answers whose usage was zeros (read as not reported).
+        abandoned_calls: calls left before their usage arrived (the agent hung
+            up mid-stream, or the run ended with the call in flight); counted
+            in ``calls_without_usage`` too.
         empty_answers: complete answers with no text and no tool call.
         retries: upstream attempts made again after a transient fault.
         faults: the faults that persisted past retries, in order (at most
@@ -108,6 +115,7 @@ class GatewayStats:
     faults: tuple[dict[str, Any], ...] = ()
     unserved: tuple[str, ...] = ()
     unserved_count: int = 0
+    abandoned_calls: int = 0
 
     @property
     def cached_partial(self) -> bool:
@@ -131,7 +139,7 @@ class GatewayStats:
                 "exceededDetail": self.exceeded_detail, "elapsedMs": self.elapsed_ms,
                 "zeroUsageCalls": self.zero_usage_calls, "emptyAnswers": self.empty_answers,
                 "retries": self.retries, "faults": list(self.faults), "unserved": list(self.unserved),
-                "unservedCount": self.unserved_count}
+                "unservedCount": self.unserved_count, "abandonedCalls": self.abandoned_calls}
 
 
 class Meter:
@@ -152,7 +160,7 @@ class Meter:
         self._input = self._output = self._cached = 0
         self._exceeded: BudgetName | None = None
         self._detail: str | None = None
-        self._zero = self._empty = self._retries = self._unserved_count = 0
+        self._zero = self._empty = self._retries = self._unserved_count = self._abandoned = 0
         self._faults: list[dict[str, Any]] = []
         self._unserved: list[str] = []
 
@@ -225,6 +233,12 @@ class Meter:
                 self._cached_reported += 1
                 self._cached += usage.cached_input_tokens
 
+    def abandon(self) -> None:
+        """Count one call left before its usage arrived: a call without usage (never guessed)."""
+        with self._lock:
+            self._without_usage += 1
+            self._abandoned += 1
+
     def snapshot(self) -> GatewayStats:
         """The counts so far."""
         with self._lock:
@@ -233,7 +247,7 @@ class Meter:
                                 self._without_usage, self._input, self._output, cached, self._exceeded,
                                 self._detail, self._elapsed_ms(), self._cached_reported, self._zero,
                                 self._empty, self._retries, tuple(self._faults), tuple(self._unserved),
-                                self._unserved_count)
+                                self._unserved_count, self._abandoned)
 
     def _check(self) -> BudgetName | None:
         b = self.budget

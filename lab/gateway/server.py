@@ -28,6 +28,9 @@ request itself (``bad_request``: a 400 or an error object of that kind) is
 passed on as it came; the agent may well handle it. Requests the gateway
 cannot serve are kept by method, path and status (:attr:`GatewayStats.unserved`).
 
+A call *abandoned* before its usage arrived (the agent hung up mid-stream, or the gateway stopped with
+it in flight) counts as a call without usage (``lab.gateway.stream`` says why it does not read on).
+
 A budget exceeded, a replay divergence or a persisting provider fault *halts* the run: :attr:`Gateway.halted`
 is set and ``on_halt`` is called once (on the gateway's thread; it must be
 quick and must not raise) so the lab can kill the agent's process group —
@@ -144,6 +147,7 @@ class Gateway:
         self._runner: web.AppRunner | None = None
         self._deadline: asyncio.TimerHandle | None = None
         self._divergence: CassetteMiss | None = None
+        self._serving: set[asyncio.Task[Any]] = set()
         self._next_call = 0
         self.address: GatewayAddress | None = None
 
@@ -173,7 +177,7 @@ class Gateway:
         return self.address
 
     def stop(self) -> None:
-        """Stop listening, end open connections, release the upstream (idempotent)."""
+        """Stop (idempotent): stop listening, end open connections (a call in flight counts as abandoned)."""
         loop = self._loop
         if loop is None or self._thread is None:
             return
@@ -240,6 +244,10 @@ class Gateway:
             self._deadline.cancel()
         if self._runner is not None:
             await self._runner.cleanup()
+        for task in self._serving:  # aiohttp cancels those past its timeout but does not wait: each counts its call
+            task.cancel()
+        if self._serving:
+            await asyncio.wait(self._serving, timeout=self._shutdown_timeout_s)
         await self.upstream.aclose()
 
     def _expire(self) -> None:
@@ -260,6 +268,9 @@ class Gateway:
     # -- requests ------------------------------------------------------------
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        task = asyncio.current_task()
+        assert task is not None
+        self._serving.add(task)
         try:
             return await self._serve(request)
         except asyncio.CancelledError:
@@ -269,6 +280,8 @@ class Gateway:
         except Exception as exc:  # a bug in the lab: answered and kept, never a traceback on the console
             self.internal_errors.append(exc)
             return error_response(500, "internal_error", f"the lab's gateway failed: {type(exc).__name__}: {exc}")
+        finally:
+            self._serving.discard(task)
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
         if not hmac.compare_digest(request.headers.get("Authorization", "").encode(), self._auth):
@@ -312,6 +325,9 @@ class Gateway:
         while True:
             try:
                 reply = await self.upstream.send(call)
+            except asyncio.CancelledError:  # the run ended while the provider worked on the call
+                self._meter.abandon()
+                raise
             except CassetteMiss as exc:
                 self._divergence = exc
                 self._halt(Halt("replay_divergence", str(exc), exc))
@@ -370,14 +386,11 @@ class Gateway:
 
     async def _answer_stream(self, request: web.Request, api: Api, call_index: int,
                              reply: UpstreamReply) -> web.StreamResponse | Fault:
-        def settle(answer: Answer) -> None:
-            self._meter.add_answer(answer)
-
         def failed(fault: Fault) -> None:
             self._meter.fault(call_index, fault, 1)
             self._halt(Halt("upstream_fault", f"call {call_index}: {fault.cause}: {fault.message}", fault=fault))
 
-        return await pass_stream(request, api, reply, settle, failed)
+        return await pass_stream(request, api, reply, self._meter.add_answer, failed, self._meter.abandon)
 
 
 def _is_socket(path: Path) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from aiohttp import web
@@ -13,7 +14,7 @@ from lab.replay.normalise import Api
 
 
 async def pass_stream(request: web.Request, api: Api, reply: UpstreamReply, settle: Callable[[Answer], None],
-                      failed: Callable[[Fault], None]) -> web.StreamResponse | Fault:
+                      failed: Callable[[Fault], None], abandoned: Callable[[], None]) -> web.StreamResponse | Fault:
     """Pass a stream on event by event, read by the lab's wire layer as it passes.
 
     The events before the first one that carries output are held back: a
@@ -25,16 +26,28 @@ async def pass_stream(request: web.Request, api: Api, reply: UpstreamReply, sett
     event is passed on, so an agent that exits at once leaves nothing
     unsettled.
 
+    A stream left before its terminal event is *abandoned*: the agent hung
+    up mid-stream (a write fails), the run ended (the task is cancelled), or
+    the replay of such a stream reached the end of its recording. The
+    provider reports usage at a stream's end, so the lab never saw this
+    call's: the gateway does not read on for it (that would buy the rest of
+    an answer the agent declined, from providers that stop generating when
+    the connection closes); the caller counts the call as one without usage.
+
     Args:
         request: the agent's request.
         api: the wire format of the stream.
         reply: the upstream's reply (``events`` set); its events are closed here.
         settle: called with the answer once it is complete and usable.
         failed: called with a fault that arrived after output had reached the agent.
+        abandoned: called once for a stream left before it was settled or failed.
 
     Returns:
         The response sent, or the fault of a stream that failed before any
         output reached the agent (nothing was sent: the caller may retry).
+
+    Raises:
+        asyncio.CancelledError: the run ended mid-stream (after ``abandoned``).
     """
     assert reply.events is not None
     seen: list[SseEvent] = []
@@ -68,11 +81,15 @@ async def pass_stream(request: web.Request, api: Api, reply: UpstreamReply, sett
             if terminal:
                 break
         else:
-            if not settled:
+            if reply.abandoned:  # the recording ends where the agent left when it was made
+                abandoned()
+                settled = True
+            else:
                 answer = read_answer(api, sse_exchange(reply.status, seen, complete=False))
                 fault = answer.fault
                 if fault is None:
                     settle(answer)
+                    settled = True
                 elif held:
                     return fault
     except UpstreamError as exc:
@@ -80,19 +97,26 @@ async def pass_stream(request: web.Request, api: Api, reply: UpstreamReply, sett
         if held:
             return fault
     except ConnectionError:
+        if not settled:
+            abandoned()
         return response or web.StreamResponse()  # the agent left; nothing to answer
+    except asyncio.CancelledError:
+        if not settled:
+            abandoned()
+        raise
     finally:
         await reply.events.aclose()
-    if response is None:
-        response = await _start_stream(request, reply)
+    if fault is not None:
+        failed(fault)  # counted before anything is written: the agent may leave meanwhile
     try:
+        if response is None:
+            response = await _start_stream(request, reply)
         if fault is not None:
-            failed(fault)
             await response.write(stream_error_event(api, fault).encode())
         await response.write_eof()
     except ConnectionError:
         pass  # the agent left as the stream ended (aiohttp: "Cannot write to closing transport")
-    return response
+    return response or web.StreamResponse()
 
 
 async def _start_stream(request: web.Request, reply: UpstreamReply) -> web.StreamResponse:

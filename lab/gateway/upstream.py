@@ -21,6 +21,7 @@ answers, passed through.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import socket
@@ -253,7 +254,10 @@ class RecordingUpstream:
     """Forwards to ``inner`` and reports every complete call to ``observer``.
 
     The observer runs on the gateway's event loop: keep it quick (append to
-    a list). A stream the agent abandons is reported with ``"complete": false``.
+    a list). A stream the gateway stopped reading before it ended (the agent
+    hung up, or the run ended) is reported with ``"abandoned": true``, so its
+    replay ends there as it did, not in a fault; one the provider cut short
+    with ``"complete": false`` alone.
     """
 
     inner: Upstream
@@ -276,7 +280,7 @@ class RecordingUpstream:
     async def _tee(self, request: UpstreamRequest, normalised: dict[str, Any], status: int,
                    events: AsyncGenerator[SseEvent, None]) -> AsyncGenerator[SseEvent, None]:
         seen: list[SseEvent] = []
-        reported = complete = False
+        reported = complete = abandoned = False
         try:
             async for event in events:
                 seen.append(event)
@@ -284,12 +288,20 @@ class RecordingUpstream:
                     # Reported before the agent sees the end, so it is there once the agent exits.
                     self._report(request, normalised, sse_exchange(status, seen))
                     reported = True
-                yield event
+                try:
+                    yield event
+                except GeneratorExit:  # the gateway stopped reading (the agent hung up)
+                    abandoned = True
+                    raise
             complete = True
+        except asyncio.CancelledError:  # the run ended while the provider was still sending
+            abandoned = True
+            raise
         finally:
             await events.aclose()
             if not reported:
-                self._report(request, normalised, sse_exchange(status, seen, complete=complete))
+                self._report(request, normalised, sse_exchange(status, seen, complete=complete,
+                                                               abandoned=abandoned))
 
     def _report(self, request: UpstreamRequest, normalised: dict[str, Any], exchange: Exchange) -> None:
         self.observer(RecordedCall(request.call_index, request.api, normalised, fingerprint(normalised),

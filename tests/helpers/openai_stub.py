@@ -14,6 +14,8 @@ Ids are deterministic: chat ``chatcmpl-<n>`` with tool-call ids
 with ``call_id`` ``call_<n>_<j>``. Usage is ``Turn.usage`` (input, output)
 or absent when None. Chat streams end with a usage chunk and ``[DONE]``;
 Responses streams send named events ending with ``response.completed``.
+
+:class:`SlowStub` streams slowly, for agents that hang up mid-stream.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from lab.gateway.exchange import SseEvent, carries_output
 from lab.gateway.scripted import responses_exchange as _responses_exchange
 from lab.providers.base import Completion, ToolCall, Usage
 from lab.providers.encode import completion_to_exchange
@@ -90,3 +93,53 @@ class ScriptedStub:
         else:
             exchange = chat_exchange(turn, n, self.model, stream)
         send_exchange(response, exchange)
+
+
+class SlowStub:
+    """A provider that streams slowly when the prompt says ``slow``: an answer's events up to its first
+    output, then that output again every ``pause_s`` (at most ``repeats`` times), then the rest — the
+    usage and the terminal event. Other requests are answered at once; usage is always 10 in, 5 out.
+    A slow request that is not streamed is not answered until ``release`` is set.
+
+    Attributes:
+        hung_up: set when the client stopped reading a slow stream (a write to it failed).
+        arrived: set when a slow request arrived.
+    """
+
+    def __init__(self, release: threading.Event, pause_s: float = 0.02, repeats: int = 250) -> None:
+        self.release = release
+        self.pause_s = pause_s
+        self.repeats = repeats
+        self.hung_up = threading.Event()
+        self.arrived = threading.Event()
+
+    def __call__(self, request: Request, response: Response) -> None:
+        body = request.json()
+        api = "responses" if request.path.endswith("/responses") else "chat"
+        slow = "slow" in json.dumps(body.get("input") if api == "responses" else body.get("messages"))
+        make = responses_exchange if api == "responses" else chat_exchange
+        exchange = make(Turn(text="hello", usage=(10, 5)), 0, "m", body.get("stream") is True)
+        if exchange["type"] == "json":
+            if slow:
+                self.arrived.set()
+                self.release.wait(10)  # a provider that never answers, until the test ends
+            response.send_json(200, exchange["body"])
+            return
+        names = exchange.get("eventNames") or [""] * len(exchange["events"])
+        events = [SseEvent(data, name or None) for data, name in zip(exchange["events"], names)]
+        first = next(i for i, event in enumerate(events) if carries_output(api, event))
+        response.start(200, {"Content-Type": "text/event-stream"}, chunked=True)
+        try:
+            for event in events[:first + 1]:
+                response.write(event.encode())
+            if slow:
+                self.arrived.set()
+                for _ in range(self.repeats):
+                    if self.release.wait(self.pause_s):
+                        break
+                    response.write(events[first].encode())
+            for event in events[first + 1:]:
+                response.write(event.encode())
+            response.end()
+        except ConnectionError:
+            self.hung_up.set()
