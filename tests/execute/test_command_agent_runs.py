@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from lab.build.graph import prepare
 from lab.execute.run import execute_run
 from tests.helpers.http_server import LocalHTTPServer
 from tests.helpers.lab_process import ROOT, run_cmd
-from tests.helpers.openai_stub import ScriptedStub, Turn
+from tests.helpers.openai_stub import ScriptedStub, SlowStub, Turn
 from tests.helpers.sandboxed import require_bwrap
 from tests.helpers.schemas import assert_valid
 
@@ -136,6 +137,30 @@ def test_the_real_key_reaches_neither_the_agent_nor_the_data_dir(tmp_path: Path)
     assert any(p.suffix == ".jsonl" for p in files)  # the cassette was written (with the echo redacted)
     for path in files:
         assert REAL_KEY.encode() not in path.read_bytes(), path
+
+
+def test_a_stream_the_agent_hangs_up_on_leaves_the_run_usage_unreported_and_replays_so(tmp_path: Path) -> None:
+    suites = probe_suite(tmp_path)
+    release = threading.Event()
+    with LocalHTTPServer() as server:
+        server.handler = stub = SlowStub(release)
+        argv = overrides(tmp_path, suites, "abandon", "provider=openai", "provider.model=stub-model",
+                         f"provider.base_url={server.url}/v1", "provider.api_key_env=LAB_TEST_REAL_KEY",
+                         "sandbox=none", "trust_local=true")
+        try:
+            record = run_once([*argv, "mode=record"], env={**os.environ, "LAB_TEST_REAL_KEY": REAL_KEY})
+        finally:
+            release.set()
+    assert stub.hung_up.is_set() and len(server.requests) == 2
+    replayed = run_once([*argv, "mode=replay"])
+
+    for run in (record, replayed):
+        gateway = run["gateway"]
+        assert (gateway["calls"], gateway["callsWithUsage"], gateway["callsWithoutUsage"],
+                gateway.get("abandonedCalls")) == (2, 1, 1, 1), gateway
+        assert run["usage"] is None and run["error"] is None and run["status"] == "fail"
+        [incident] = run["incidents"]
+        assert incident["kind"] == "usage_unreported" and "1 abandoned" in incident["detail"]
 
 
 def test_the_verifiers_run_in_the_eval_sandbox_as_for_the_built_in_agent(tmp_path: Path) -> None:

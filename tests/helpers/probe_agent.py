@@ -11,6 +11,8 @@ the lab's OPENAI_BASE_URL / OPENAI_API_KEY. Modes:
 * ``loop``: write its pid to ``probe-pids.txt``, then call the gateway forever.
 * ``hang``: one call, then ignore SIGTERM, start a child that ignores it too,
   write both pids to ``probe-pids.txt`` and sleep forever.
+* ``abandon``: one streamed call whose prompt says ``slow``, hanging up after
+  its first event (``SlowStub`` streams it slowly), then one call as ``fresh``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,15 @@ def call(body: dict) -> dict:
         headers={"Authorization": f"Bearer {os.environ['OPENAI_API_KEY']}", "Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=60) as response:
         return json.loads(response.read())
+
+
+def hang_up_mid_stream(body: dict) -> None:
+    """A streamed call, read up to its first event; leaving ``with`` closes the connection mid-stream."""
+    request = urllib.request.Request(
+        os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {os.environ['OPENAI_API_KEY']}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        next(line for line in response if line.startswith(b"data:"))
 
 
 def fresh_body() -> dict:
@@ -58,6 +69,9 @@ def main() -> int:
     mode = sys.argv[1]
     if mode == "leak":
         leak()
+    if mode == "abandon":
+        body = fresh_body()
+        hang_up_mid_stream({**body, "stream": True, "messages": [{"role": "user", "content": "slow: say done."}]})
     if mode == "loop":
         Path("probe-pids.txt").write_text(str(os.getpid()))
         while True:
