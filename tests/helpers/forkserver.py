@@ -275,10 +275,11 @@ class Started:
         return out, err[0]
 
 
-def start(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT) -> Started:
+def start(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT, session: bool = False) -> Started:
     """Start ``.venv/bin/<argv[0]>`` with ``argv[1:]`` and return at once, as ``subprocess.Popen`` with
     ``stdout=PIPE, stderr=PIPE, text=True`` and stdin ``/dev/null`` would (see :class:`Started`): for
-    commands that run at once, or whose output a test reads while they run."""
+    commands that run at once, or whose output a test reads while they run. ``session``: the command
+    starts a session of its own (``start_new_session=True``), its pid the process group's id."""
     script = BIN / argv[0]
     if not script.is_file():
         raise FileNotFoundError(script)
@@ -292,7 +293,8 @@ def start(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT) -> St
     try:
         sock.connect(_get_server().address)
         try:
-            _send(sock, {"argv": args, "script": str(script), "env": env, "cwd": str(cwd)}, [in_r, out_w, err_w])
+            _send(sock, {"argv": args, "script": str(script), "env": env, "cwd": str(cwd), "session": session},
+                  [in_r, out_w, err_w])
         finally:
             for fd in (in_r, out_w, err_w):
                 os.close(fd)

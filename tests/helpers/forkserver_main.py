@@ -62,6 +62,8 @@ def _stdio(fds: list[int], unbuffered: bool) -> None:
 def _become_command(request: dict[str, Any], fds: list[int]) -> str:
     """In the forked command: take its stdio, directory, environment and argv; return the script to run."""
     _stdio(fds, bool(request["env"].get("PYTHONUNBUFFERED")))
+    if request.get("session"):
+        os.setsid()
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])

@@ -60,15 +60,16 @@ def run_script(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT, 
     return forkserver.run(argv, env=env, cwd=cwd, timeout=timeout_s, input=input, stdin=stdin, mounts=mounts)
 
 
-def start_script(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT) -> Any:
+def start_script(argv: list[str], *, env: dict[str, str], cwd: Path | str = ROOT, session: bool = False) -> Any:
     """Start the virtualenv's console script ``argv[0]`` and return at once: a ``subprocess.Popen`` with
     ``stdout=PIPE, stderr=PIPE, text=True`` and stdin ``/dev/null``, or what behaves as one
     (:class:`tests.helpers.forkserver.Started`): ``pid``, ``stdout``, ``stderr``, ``send_signal``, ``kill``,
-    ``wait``, ``communicate``, ``returncode``."""
+    ``wait``, ``communicate``, ``returncode``. ``session``: the command leads a session (and process group)
+    of its own, as a shell's foreground job does: ``os.killpg(pid, SIGINT)`` is the terminal's Ctrl-C."""
     if FRESH["processes"]:
         return subprocess.Popen([str(BIN / argv[0]), *argv[1:]], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
-    return forkserver.start(argv, env=env, cwd=cwd)
+                                stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, start_new_session=session)
+    return forkserver.start(argv, env=env, cwd=cwd, session=session)
 
 
 def run_cmd(argv: list[str], data_dir: Path, timeout_s: float = 300) -> subprocess.CompletedProcess[str]:
