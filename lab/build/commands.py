@@ -30,6 +30,9 @@ def run_graph(basename: str, overrides: Sequence[str], *, quiet: bool = False) -
     """Run doit task ``basename`` in this process, as ``doit BASENAME OVERRIDES…`` would.
 
     ``quiet=True`` prints nothing on stdout (as with ``json=true``, without the JSON lines).
+    The eval routes SIGINT/SIGTERM/SIGHUP to its cancel while it runs; the
+    caller's handlers are put back when it returns or raises
+    (:mod:`lab.execute.interrupt`), except in a ``lab`` command.
 
     Returns:
         The SPEC exit code (0 completed, 1 usage or infrastructure error,
@@ -48,7 +51,12 @@ def run_graph(basename: str, overrides: Sequence[str], *, quiet: bool = False) -
         from lab.execute.progress import reset_display
 
         reset_display(quiet=True)
-    result = DoitMain(ModuleTaskLoader(namespace), extra_config=PLUGINS).run([basename, *overrides])
+    from lab.execute import interrupt
+
+    try:
+        result = DoitMain(ModuleTaskLoader(namespace), extra_config=PLUGINS).run([basename, *overrides])
+    finally:
+        interrupt.release()  # a program calling the API gets its own Ctrl-C handlers back
     if "code" in OUTCOME:
         return int(OUTCOME["code"])
     return 0 if result == 0 else 1

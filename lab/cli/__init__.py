@@ -123,12 +123,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if wants_help:
         print(command_help(command, handler))
         return 0
-    try:
-        return int(handler(rest))
-    except KeyboardInterrupt:
-        from lab.execute.interrupt import announce_cancelled
+    from lab.execute import interrupt
 
-        announce_cancelled()
+    try:
+        with interrupt.for_command():  # after a cancel, Ctrl-C again does not cut the exit cleanup short
+            return int(handler(rest))
+    except KeyboardInterrupt:
+        from lab.cleanup import shield_until_exit
+
+        shield_until_exit()  # also when the Ctrl-C came before an eval installed the lab's handlers
+        interrupt.announce_cancelled()
         print("lab: cancelled: finished runs are kept; run the same command again to resume", file=sys.stderr)
         return 130
 

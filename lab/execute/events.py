@@ -22,7 +22,6 @@ a failure before planning has no run store and is streamed only.
 
 from __future__ import annotations
 
-import atexit
 import copy
 import json
 import os
@@ -35,6 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
+from lab.cleanup import at_exit
 from lab.files import encodable
 
 SCHEMA = "lab.event.v1"
@@ -156,7 +156,7 @@ def _appender(path: Path) -> TextIO:
         _close_appender(next(iter(_APPENDERS)))
     path.parent.mkdir(parents=True, exist_ok=True)
     if not _CLOSE_AT_EXIT:
-        _CLOSE_AT_EXIT.append(atexit.register(_close_appenders))
+        _CLOSE_AT_EXIT.append(at_exit(_close_appenders))
     fh = _APPENDERS[path] = open(path, "a", encoding="utf-8")  # noqa: SIM115 (kept open on purpose)
     return fh
 

@@ -23,7 +23,6 @@ only when ``executor=ray``.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import io
 import tarfile
 import tempfile
@@ -118,10 +117,12 @@ def _materialised(digest: str, ref: Any) -> Path:
     """The directory this worker process unpacked object ``ref`` (digest ``digest``) into; once per digest."""
     import ray
 
+    from lab.cleanup import at_exit
+
     with _LOCK:
         if digest not in _DIRS:
             where = Path(tempfile.mkdtemp(prefix=f"lab-{digest[:12]}-"))
-            atexit.register(_remove_quietly, where)
+            at_exit(_remove_quietly, where)
             with tarfile.open(fileobj=io.BytesIO(ray.get(ref)), mode="r") as tar:
                 tar.extractall(where, filter="data")
             _DIRS[digest] = where

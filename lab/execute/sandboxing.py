@@ -19,13 +19,13 @@ every run up to date opens none) and checks that it is that backend:
 
 from __future__ import annotations
 
-import atexit
 import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from lab.cleanup import at_exit
 from lab.console import print_line
 from lab.errors import ConfigError, SandboxError
 
@@ -170,7 +170,7 @@ def _run_root(stderr: TextIO) -> Path:
         if line:
             print_line(line, stderr)  # other runs may be printing (jobs=N)
         root = RunRoot.create()
-        atexit.register(root.close)
+        at_exit(root.close)  # a second Ctrl-C at exit does not leave the task copies behind
         _root.append(root)
     return _root[0].path
 

@@ -16,7 +16,6 @@ Its transport carries the call deadline down to every socket operation
 
 from __future__ import annotations
 
-import atexit
 import functools
 import ssl
 import threading
@@ -26,6 +25,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from lab.cleanup import at_exit
 from lab.errors import ConfigError
 from lab.providers.deadline import guard_transport
 
@@ -59,7 +59,7 @@ def shared_client(env: Mapping[str, str], url: str) -> httpx.Client:
                 verify=options.pop("verify", True), proxy=options.pop("proxy", None), limits=POOL_LIMITS))
             client = httpx.Client(transport=transport, **options)
             if not _clients:
-                atexit.register(close_clients)
+                at_exit(close_clients)
             _clients[key] = client
         return client
 

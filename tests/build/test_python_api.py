@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,38 @@ def test_a_failing_callback_is_raised_after_the_eval(data_dir: Path) -> None:
         run_eval(["suite=core", "provider=scripted", "k=2", "tasks=[edit-file]"], on_attempt=boom)
     assert calls == [1]  # no callback after the first failure
     assert len(list(data_dir.glob("core/*/runs/edit-file/*.json"))) == 2  # the eval finished
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_run_eval_and_the_programs_own_handlers_come_back(data_dir: Path) -> None:
+    """During the eval Ctrl-C cancels it (KeyboardInterrupt, no record of the run cut short); afterwards
+    the program's own SIGINT handler and excepthook are in force again, whether it was cancelled or not."""
+    def mine(*args: object) -> None:  # the program's SIGINT handler and excepthook
+        raise AssertionError("the program's handler ran during the eval")
+
+    started: list[str] = []
+
+    def interrupt(event: dict[str, Any]) -> None:
+        if event["event"] == "run_started":
+            started.append(event["taskId"])
+            if len(started) == 2:
+                signal.raise_signal(signal.SIGINT)  # the user's Ctrl-C as the second run starts
+
+    found, hook = signal.getsignal(signal.SIGINT), sys.excepthook
+    signal.signal(signal.SIGINT, mine)
+    sys.excepthook = mine
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_eval(["suite=core", "provider=scripted", "k=1", TWO_TASKS], on_event=interrupt)
+        assert signal.getsignal(signal.SIGINT) is mine and sys.excepthook is mine
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        assert [p.parent.name for p in data_dir.glob("core/*/runs/*/*.json")] == started[:1]
+        summary = run_eval(["suite=core", "provider=scripted", "k=1", TWO_TASKS])  # resumes
+        assert summary.exit_code == 0 and summary.judged == 2
+        assert signal.getsignal(signal.SIGINT) is mine and sys.excepthook is mine
+    finally:
+        signal.signal(signal.SIGINT, found)
+        sys.excepthook = hook
 
 
 STATUS = {"P": "pass", "F": "fail"}
