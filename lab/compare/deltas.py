@@ -30,7 +30,6 @@ header ``execution`` block, equal when absent from both), for wall time.
 from __future__ import annotations
 
 import json
-
 import math
 from typing import Any
 
