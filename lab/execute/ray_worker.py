@@ -103,26 +103,17 @@ def pack_tree(root: Path, *, skip_top: frozenset[str] = frozenset()) -> bytes:
     return buffer.getvalue()
 
 
-def _remove_quietly(path: Path) -> None:
-    """Remove an unpacked copy at exit (iteratively, any depth); what cannot be removed stays in the temp dir."""
-    from lab.sandbox.walk import remove_tree
-
-    try:
-        remove_tree(path)
-    except OSError:
-        pass
-
-
 def _materialised(digest: str, ref: Any) -> Path:
     """The directory this worker process unpacked object ``ref`` (digest ``digest``) into; once per digest."""
     import ray
 
-    from lab.cleanup import at_exit
+    from lab.execute.sandboxing import process_run_root
 
     with _LOCK:
         if digest not in _DIRS:
-            where = Path(tempfile.mkdtemp(prefix=f"lab-{digest[:12]}-"))
-            at_exit(_remove_quietly, where)
+            # in the process's run root: removed at exit, and reaped by the next lab command when the
+            # cluster's shutdown kills this worker (its exit handlers never run then)
+            where = Path(tempfile.mkdtemp(prefix=f"lab-{digest[:12]}-", dir=process_run_root()))
             with tarfile.open(fileobj=io.BytesIO(ray.get(ref)), mode="r") as tar:
                 tar.extractall(where, filter="data")
             _DIRS[digest] = where
@@ -153,8 +144,12 @@ def _context(manifest: dict[str, Any]) -> Any:
         raise SuiteError([f"suite {suite.id}: unpacked on this worker with digest {suite.digest[:12]}, "
                           f"the driver's is {suite_digest[:12]}"])
     cassettes = manifest["cassettes"]
-    cassette_dir = _materialised(cassettes[0], cassettes[1][0]) if cassettes else Path(
-        tempfile.mkdtemp(prefix="lab-cassettes-"))
+    if cassettes:
+        cassette_dir = _materialised(cassettes[0], cassettes[1][0])
+    else:
+        from lab.execute.sandboxing import process_run_root
+
+        cassette_dir = Path(tempfile.mkdtemp(prefix="lab-cassettes-", dir=process_run_root()))
     ctx = EvalContext(config=config, suite=suite, cassette_dir=cassette_dir, work_dir=None)
     limiter = manifest["limiter"]
     if limiter is not None:

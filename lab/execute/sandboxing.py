@@ -175,6 +175,18 @@ def _run_root(stderr: TextIO) -> Path:
     return _root[0].path
 
 
+def process_run_root(stderr: TextIO | None = None) -> Path:
+    """This process's temp root (``<tmp>/lab-runs-<uid>/<pid>-<random>/``), made on first use.
+
+    Removed at exit; when the process is killed (a Ray worker at the cluster's
+    shutdown) the next lab command on the machine reaps it
+    (:func:`lab.sandbox.reaper.reap_stale`), so whatever a process keeps in it
+    never piles up.
+    """
+    with _lock:
+        return _run_root(stderr or sys.stderr)
+
+
 def open_sandbox(requested: str, *, stderr: TextIO | None = None) -> Sandbox:
     """The process's sandbox for ``sandbox=<requested>`` (resolved once per name).
 

@@ -119,6 +119,12 @@ def test_replay_on_two_nodes_matches_local(cluster: RayCluster, tmp_path: Path) 
     for node_root in cluster.node_dirs.values():  # the workers never wrote a record of their own
         assert not list((node_root / "data").rglob("*.json"))
     assert started(remote.stderr) == 3
+    # What a worker unpacks (suite, cassettes) is in its process's run root, which the next lab command
+    # reaps once the cluster's shutdown has killed the worker: nothing of the lab's own piles up beside it.
+    for tmp in cluster.node_tmps.values():
+        assert sorted(p.name for p in tmp.iterdir() if not p.name.startswith("lab-runs-")) == [], tmp
+    unpacked = [p for tmp in cluster.node_tmps.values() for p in tmp.glob("lab-runs-*/*/lab-*")]
+    assert unpacked, "the workers unpacked the suite into their run roots"
 
 
 KILL_WORKER = """

@@ -38,6 +38,7 @@ class RayCluster:
     address: str
     cluster: Any
     node_dirs: dict[str, Path] = field(default_factory=dict)  # node id -> the node's own root dir
+    node_tmps: dict[str, Path] = field(default_factory=dict)  # node id -> the node's TMPDIR
 
 
 def _node_env(root: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -79,10 +80,11 @@ def start_cluster(root: Path) -> Iterator[RayCluster]:
     # default wait for them (30 s) then kills the raylet. Read by the raylets at start.
     saved = os.environ.get("RAY_agent_register_timeout_ms")
     os.environ["RAY_agent_register_timeout_ms"] = "180000"
-    cluster, other = _two_nodes(Cluster, head_root, other_root)
+    cluster, other, tmps = _two_nodes(Cluster, head_root, other_root)
     try:
         yield RayCluster(address=cluster.address, cluster=cluster,
-                         node_dirs={cluster.head_node.node_id: head_root, other.node_id: other_root})
+                         node_dirs={cluster.head_node.node_id: head_root, other.node_id: other_root},
+                         node_tmps={cluster.head_node.node_id: tmps[0], other.node_id: tmps[1]})
     finally:
         cluster.shutdown()
         if saved is None:
@@ -91,16 +93,18 @@ def start_cluster(root: Path) -> Iterator[RayCluster]:
             os.environ["RAY_agent_register_timeout_ms"] = saved
 
 
-def _two_nodes(cluster_type: Any, head_root: Path, other_root: Path, tries: int = 2) -> tuple[Any, Any]:
+def _two_nodes(cluster_type: Any, head_root: Path, other_root: Path,
+               tries: int = 2) -> tuple[Any, Any, tuple[Path, Path]]:
     """Start the head and a second node. Ray gives a node 30 s to register (not configurable); on a
     loaded machine that can pass, so a failed start is tried once more from scratch."""
     for attempt in range(tries):
         cluster = cluster_type(shutdown_at_exit=True)
         try:
-            cluster.add_node(resources={"lab_run": SLOTS_PER_NODE}, env_vars=_node_env(head_root, {}), **HEAD)
-            other = cluster.add_node(resources={"lab_run": SLOTS_PER_NODE}, env_vars=_node_env(other_root, {}), **LEAN)
+            head_env, other_env = _node_env(head_root, {}), _node_env(other_root, {})
+            cluster.add_node(resources={"lab_run": SLOTS_PER_NODE}, env_vars=head_env, **HEAD)
+            other = cluster.add_node(resources={"lab_run": SLOTS_PER_NODE}, env_vars=other_env, **LEAN)
             cluster.wait_for_nodes()
-            return cluster, other
+            return cluster, other, (Path(head_env["TMPDIR"]), Path(other_env["TMPDIR"]))
         except Exception:  # Ray's own "node timed out during startup"  # noqa: BLE001
             cluster.shutdown()
             if attempt == tries - 1:
