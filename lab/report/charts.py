@@ -270,9 +270,11 @@ def wall_unit(high_ms: float) -> Unit:
 
 def nice_ticks(high: float, target: int = 5) -> list[float]:
     """Tick values 0, step, 2·step, … up to the first ≥ ``high``; step 1, 2, 2.5 or 5 × 10ⁿ (about ``target`` steps)."""
-    if not high > 0:
+    if not high > 0 or not math.isfinite(high):
         return [0.0, 1.0]
     raw = high / target
+    if raw < 1e-300:  # a subnormal high (hypothesis' 5e-324): high / target underflows towards 0
+        return [0.0, high]
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
     return [i * step for i in range(math.ceil(high / step - 1e-9) + 1)]

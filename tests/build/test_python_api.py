@@ -101,13 +101,14 @@ def test_ctrl_c_cancels_run_eval_and_the_programs_own_handlers_come_back(data_di
                 signal.raise_signal(signal.SIGINT)  # the user's Ctrl-C as the second run starts
 
     found, hook = signal.getsignal(signal.SIGINT), sys.excepthook
+    term = signal.getsignal(signal.SIGTERM)  # the default, or what an earlier test left (Ray's shutdown hook)
     signal.signal(signal.SIGINT, mine)
     sys.excepthook = mine
     try:
         with pytest.raises(KeyboardInterrupt):
             run_eval(["suite=core", "provider=scripted", "k=1", TWO_TASKS], on_event=interrupt)
         assert signal.getsignal(signal.SIGINT) is mine and sys.excepthook is mine
-        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        assert signal.getsignal(signal.SIGTERM) is term
         assert [p.parent.name for p in data_dir.glob("core/*/runs/*/*.json")] == started[:1]
         summary = run_eval(["suite=core", "provider=scripted", "k=1", TWO_TASKS])  # resumes
         assert summary.exit_code == 0 and summary.judged == 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ from tests.helpers.http_server import LocalHTTPServer
 from tests.helpers.openai_stub import ScriptedStub, Turn
 
 KEY = "sk-proj-" + "Zq4vR8mT2xK6nB1cW9eY3uH7jL5pA0sDfG8hJ2kQ"
-ANSWER = f"The deploy key is {KEY}; I left it in /home/alice/.env and /tmp/pytest-of-alice/pytest-4/x."
+TMP = tempfile.gettempdir()  # the temp dir the scrubber knows (TMPDIR when set)
+ANSWER = f"The deploy key is {KEY}; I left it in /home/alice/.env and {TMP}/pytest-of-alice/pytest-4/x."
 
 
 def cassette(tmp_path: Path, agent: str) -> Path:

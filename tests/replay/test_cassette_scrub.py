@@ -8,6 +8,7 @@ and OpenAI's 401 body ("Incorrect API key provided: sk-proj-****…abcd").
 from __future__ import annotations
 
 import json
+import tempfile
 from typing import Any
 
 from hypothesis import given, settings
@@ -130,7 +131,7 @@ def test_a_masked_key_in_a_401_body_is_replaced() -> None:
 
 def test_home_and_pytest_paths_in_requests_and_answers_are_scrubbed() -> None:
     request = {"model": "m", "messages": [
-        {"role": "tool", "content": "ls /home/alice/src/app.py /tmp/pytest-of-alice/pytest-3/test_a0/x.py"},
+        {"role": "tool", "content": f"ls /home/alice/src/app.py {tempfile.gettempdir()}/pytest-of-alice/pytest-3/test_a0/x.py"},
         {"role": "tool", "content": '{"file":"\\/home\\/alice\\/notes.txt"}'}]}
     exchange = chat_stream("Read /home/alice/notes.txt", pieces=4)
     text, calls, _ = written([call(exchange, request=request)])

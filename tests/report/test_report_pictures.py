@@ -280,7 +280,8 @@ def test_run_pages_collapse_each_tasks_runs_on_them(tmp_path: Path, monkeypatch:
 
 
 @pytest.mark.parametrize(("high", "ticks"), [(0.0, [0.0, 1.0]), (1.0, [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]),
-                                             (2300, [0, 500, 1000, 1500, 2000, 2500]), (7, [0, 2, 4, 6, 8])])
+                                             (2300, [0, 500, 1000, 1500, 2000, 2500]), (7, [0, 2, 4, 6, 8]),
+                                             (5e-324, [0.0, 5e-324]), (float("inf"), [0.0, 1.0])])
 def test_axis_ticks_are_round_and_reach_the_largest_value(high: float, ticks: list[float]) -> None:
     assert nice_ticks(high) == pytest.approx(ticks)
 
@@ -288,3 +289,9 @@ def test_axis_ticks_are_round_and_reach_the_largest_value(high: float, ticks: li
 @pytest.mark.parametrize(("high_ms", "unit"), [(900, "ms"), (9_999, "ms"), (10_000, "s"), (3_600_000, "min")])
 def test_wall_time_axis_unit(high_ms: float, unit: str) -> None:
     assert wall_unit(high_ms).name == unit
+
+
+@given(st.floats(min_value=0, allow_nan=False, allow_infinity=False))
+def test_axis_ticks_start_at_zero_and_reach_any_finite_high(high: float) -> None:
+    ticks = nice_ticks(high)
+    assert ticks[0] == 0 and ticks[-1] >= high and len(ticks) <= 12
