@@ -128,7 +128,7 @@ def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_di
     if override:
         return f"config: unknown key '{override.group(1)}' (see conf/config.yaml for valid keys)"
     missing_key = re.search(r"Key '([^']+)' (?:is not in struct|not in '[^']+')", text)
-    full_key = re.search(r"full_key: (\S+)", text)
+    full_key = re.search(r"full_key: (?!object_type=)(\S+)", text)  # an empty full_key is followed by object_type
     if missing_key and full_key:
         key = full_key.group(1)
         return f"config: unknown key '{key}'{preset_of_key(key, overrides, conf_dir)} (see conf/config.yaml for valid keys)"
@@ -176,7 +176,10 @@ def describe_compose_error(exc: BaseException, overrides: Sequence[str], conf_di
         bad = next((o for o in overrides if parse_override(o) is None), " ".join(overrides))
         return f"config: cannot parse override '{bad}': {str(chain[-1]).splitlines()[0]}"
     merging = re.search(r"Error merging override (\S+)", text)
-    detail = " ".join(str(chain[-1]).split("\n")[0].split())
+    lines = [line.strip() for line in str(chain[-1]).splitlines() if line.strip()]
+    detail = " ".join((lines[0] if lines else "").split())
+    if detail.endswith(":") and len(lines) > 1:  # "ValidationError raised while composing config:" + the reason
+        detail = f"{detail} {' '.join(lines[1].split())}"
     if merging:
         merged = merging.group(1)
         key, _, value = merged.partition("=")

@@ -153,6 +153,12 @@ def test_a_broken_or_unknown_key_in_a_preset_names_its_file(user_conf: Path) -> 
         compose_config(["agent=extra"])
     assert str(err.value) == (f"config: unknown key 'agent.bogus_key' in {user_conf}/agent/extra.yaml "
                               "(see conf/config.yaml for valid keys)")
+    (user_conf / "agent" / "listy.yaml").write_text("- a\n- b\n")  # YAML, but not a mapping of keys
+    with pytest.raises(ConfigError) as err:
+        compose_config(["agent=listy"])
+    assert str(err.value) == ("config: bad override 'agent=listy': In 'agent/listy': ValidationError raised while "
+                              "composing config: Invalid type assigned: list is not a subclass of AgentConf. "
+                              "value: ['a', 'b']")
     with pytest.raises(ConfigError) as err:  # set by an override, not by the preset: no file named
         compose_config(["+agent.bogus_key=1"])
     assert str(err.value) == "config: unknown key 'agent.bogus_key' (see conf/config.yaml for valid keys)"
