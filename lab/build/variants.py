@@ -263,7 +263,8 @@ def _compare(prepared: list[tuple[str, Any]], root: Path, as_json: bool) -> Any:
         made = run.looks[-1]["runsPerTask"]
         executed = run.executed + display().done
         # the last round's graph holds every run of the command; those no round executed were reused
-        reused = display().done + display().skipped - executed
+        # (a run that errored in a round is executed again by the next: never fewer than none reused)
+        reused = max(0, display().done + display().skipped - executed)
         reused_text = f"; {reused} up to date from an identical earlier sequential variants command" if reused else ""
         print(f"runs: {executed} executed now over {len(run.looks)} round(s), up to {made} per task and variant"
               f"{reused_text}")
