@@ -62,7 +62,7 @@ def execute_run(ctx: EvalContext, spec: RunSpec) -> dict[str, Any]:
         sandbox = ctx.sandbox_in_force()
         record["sandbox"] = sandbox.name
         workspace = create_workspace(task.fixture, git_init=task.fixture_git,
-                                     parent=sandbox.run_root, sandbox=sandbox.backend)
+                                     parent=sandbox.run_root, sandbox=sandbox.backend, cancelled=ctx.cancel.is_set)
         baseline = snapshot(workspace)
         if ctx.config.data["agent"].get("kind") == "command":
             from lab.execute.agent_cassettes import CassetteHooks

@@ -161,20 +161,26 @@ def _check_bounds(bounds: Bounds, count: int, depth: int, rel: str) -> None:
 
 
 def copy_tree(source: str | os.PathLike[str], target: str | os.PathLike[str], *,
-              skip: Callable[[str], bool] | None = None, bounds: Bounds = FIXTURE_BOUNDS) -> None:
+              skip: Callable[[str], bool] | None = None, bounds: Bounds = FIXTURE_BOUNDS,
+              cancelled: Callable[[], bool] | None = None) -> None:
     """Copy directory ``source`` into the existing directory ``target``, iteratively.
 
     Symbolic links are copied as links (never followed); files with
     ``shutil.copy2`` (content, mode, times); directories get the source's mode
-    and times once filled. A FIFO, socket or device is refused.
+    and times once filled. A FIFO, socket or device is refused. ``cancelled``
+    is asked before each entry: a Ctrl-C stops a large copy at once, so the
+    lab's exit cleanup does not race a copy still writing into its temp root.
 
     Raises:
         TreeBoundError: ``source`` passes ``bounds``.
-        OSError: an entry could not be copied, or is a special file.
+        OSError: an entry could not be copied, or is a special file;
+            ``errno.ECANCELED`` when ``cancelled()`` became true.
     """
     dest = os.fspath(target)
     dirs: list[tuple[str, str]] = []
     for entry in walk(source, skip=skip, bounds=bounds):
+        if cancelled is not None and cancelled():
+            raise OSError(errno.ECANCELED, "cancelled", os.fspath(source))
         made = os.path.join(dest, entry.rel)
         if entry.kind == DIR:
             os.mkdir(made, 0o700)

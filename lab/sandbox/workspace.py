@@ -13,6 +13,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PureWindowsPath
 from typing import Any
@@ -105,7 +106,8 @@ def _git_init(workspace: Path, fixture: Path, sandbox: SandboxBackend | None) ->
 
 
 def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "lab-",
-                     parent: Path | None = None, sandbox: SandboxBackend | None = None) -> Path:
+                     parent: Path | None = None, sandbox: SandboxBackend | None = None,
+                     cancelled: Callable[[], bool] | None = None) -> Path:
     """Copy a fixture into a fresh temporary directory.
 
     Symbolic links are copied as links (never followed); the fixture itself is
@@ -121,6 +123,8 @@ def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "la
         prefix: prefix of the temporary directory's name.
         parent: directory to create it in (the lab's ``RunRoot``); the
             system temp dir when None.
+        cancelled: asked before each entry copied; when true the copy stops
+            (``WorkspaceError``, the partial copy removed).
         sandbox: the backend the run's commands use: the copy is handed to
             it (``prepare``) and ``git init`` runs inside it, so a fixture's
             own ``.git`` configuration never runs on the host. None: git on
@@ -143,7 +147,7 @@ def create_workspace(fixture: Path, *, git_init: bool = False, prefix: str = "la
         raise WorkspaceError(
             f"fixture {str(fixture)!r}: cannot create a temporary directory: {exc}") from exc
     try:
-        copy_tree(fixture, workspace, skip=lambda name: not copied(name))
+        copy_tree(fixture, workspace, skip=lambda name: not copied(name), cancelled=cancelled)
         if sandbox is not None:
             sandbox.prepare(workspace)
         if git_init:

@@ -178,3 +178,23 @@ def test_a_link_above_the_tree_is_the_callers_and_is_followed(tmp_path: Path) ->
     (tmp_path / "alias").symlink_to(tmp_path / "real")  # e.g. /tmp a link on some systems
     remove_tree(tmp_path / "alias" / "ws")
     assert not (tmp_path / "real" / "ws").exists() and (tmp_path / "alias").is_symlink()
+
+
+def test_a_cancel_stops_a_fixture_copy_and_leaves_nothing(tmp_path: Path) -> None:
+    # Ctrl-C while a large fixture is copied: the copy stops at the next entry and the partial copy
+    # goes, so the lab's exit cleanup does not race a copy still writing into its temp root.
+    fixture = tmp_path / "fixture"
+    fixture.mkdir()
+    for i in range(50):
+        (fixture / f"f{i}.txt").write_text("x")
+    asked: list[int] = []
+
+    def cancelled() -> bool:
+        asked.append(1)
+        return len(asked) > 10  # Ctrl-C after ten entries
+
+    parent = tmp_path / "root"
+    parent.mkdir()
+    with pytest.raises(WorkspaceError, match="copy failed: .*cancelled"):
+        create_workspace(fixture, parent=parent, cancelled=cancelled)
+    assert len(asked) == 11 and list(parent.iterdir()) == []
