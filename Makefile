@@ -84,13 +84,17 @@ clean:
 ## the installed command agents (its agents/, and $LAB_AGENTS_DIR when that lies inside the store) stay
 RESULTS := $(or $(LAB_DATA_DIR),runs)
 clean-results:
-	@if [ -d "$(RESULTS)" ]; then \
+	@store="$$(realpath -m "$(RESULTS)")"; \
+	if [ "$$store" = / ] || [ "$$store" = "$$(realpath -m "$$HOME")" ]; then \
+	  echo "make: $(RESULTS) is / or your home directory, not a run store: nothing deleted" >&2; exit 1; fi; \
+	if [ -d "$(RESULTS)" ]; then \
 	  shared=""; [ -n "$$LAB_AGENTS_DIR" ] && shared="$$(realpath -m "$$LAB_AGENTS_DIR")"; \
 	  for entry in "$(RESULTS)"/* "$(RESULTS)"/.[!.]* "$(RESULTS)"/..?*; do \
 	    [ -e "$$entry" ] || [ -L "$$entry" ] || continue; \
 	    [ "$$entry" = "$(RESULTS)/agents" ] && continue; \
 	    full="$$(realpath -m "$$entry")"; \
-	    case "$$shared/" in "$$full"/*) echo "make: kept $$entry (holds LAB_AGENTS_DIR=$$LAB_AGENTS_DIR)"; continue;; esac; \
+	    [ -n "$$shared" ] && case "$$shared/" in "$$full"/*) echo "make: kept $$entry (holds LAB_AGENTS_DIR=$$LAB_AGENTS_DIR)"; continue;; esac; \
+	    [ -n "$$shared" ] && case "$$full/" in "$$shared"/?*) echo "make: kept $$entry (inside LAB_AGENTS_DIR=$$LAB_AGENTS_DIR)"; continue;; esac; \
 	    echo "make: deleting $$entry"; rm -rf "$$entry"; \
 	  done; \
 	  if [ -d "$(RESULTS)/agents" ]; then echo "make: kept $(RESULTS)/agents (installed command agents)"; fi; \

@@ -105,3 +105,18 @@ def test_agents_install_without_agent_says_how_to_name_one(tmp_path: Path) -> No
     assert result.returncode == 2
     assert result.stderr.splitlines()[0] == ("make: agents-install needs AGENT=NAME (make agents-install AGENT=aider; "
                                              "`.venv/bin/lab agents list` names them)")
+
+
+def test_clean_results_keeps_agents_when_lab_agents_dir_is_the_store_and_never_empties_home(tmp_path: Path) -> None:
+    root = _checkout(tmp_path / "checkout")
+    runs = root / "runs"
+    (runs / "codex" / "bin").mkdir(parents=True)  # LAB_AGENTS_DIR=the store: agents sit beside the results
+    result = _make("clean-results", root, LAB_AGENTS_DIR=str(runs))
+    assert result.returncode == 0, result.stderr
+    assert "make: kept runs/codex (inside LAB_AGENTS_DIR=" + str(runs) + ")" in result.stdout.splitlines()
+    assert (runs / "codex" / "bin").is_dir()
+    home = tmp_path / "home"
+    (home / "precious").mkdir(parents=True)
+    refused = _make("clean-results", root, LAB_DATA_DIR=str(home), HOME=str(home))
+    assert refused.returncode == 2 and (home / "precious").is_dir()
+    assert "is / or your home directory, not a run store: nothing deleted" in refused.stderr

@@ -320,8 +320,9 @@ def recorded_line(prep: Any) -> str:
         files = [cassette_path(ctx.cassette_dir, ctx.suite.id, t) for t in tasks]
     written = sum(f.is_file() for f in files)
     where = files[0].parent if files else ctx.cassette_dir / ctx.suite.id
-    return f"cassettes: {where} ({written} of {len(tasks)} task(s) recorded; replay them with mode=replay" + (
-        f" cassette_dir={ctx.cassette_dir})" if ctx.config.data["cassette_dir"] else ")")
+    words = ["mode=replay", *([f"agent={agent['name']}"] if agent.get("kind") == "command" else []),
+             *([f"cassette_dir={ctx.cassette_dir}"] if ctx.config.data["cassette_dir"] else [])]
+    return f"cassettes: {where} ({written} of {len(tasks)} task(s) recorded; replay them with {' '.join(words)})"
 
 
 def summary_action(prep: Any, report_dir: Path, gate: bool = True) -> Any:

@@ -119,7 +119,7 @@ def prepare(overrides: list[str], *, mode: str | None = None, basename: str = "e
     elif config.mode == "replay" and not any((cassettes / suite.id).glob("*.jsonl")):
         agents = sorted(d.name for d in (cassettes / suite.id / "agents").glob("*") if any(d.glob("*.jsonl")))
         hint = (f"; that dir holds recordings of the command agent{'s' * (len(agents) > 1)} {', '.join(agents)}: "
-                f"replay them with agent={agents[0]}" if agents else "")
+                f"replay them with agent={agents[0] if len(agents) == 1 else '<one of them>'}" if agents else "")
         raise ConfigError(f"replay: no cassettes for suite {suite.id} in {cassettes / suite.id} "
                           f"(record them with `doit record suite={suite.id}`, or set cassette_dir=){hint}")
     if config.mode != "replay" and config.data["provider"]["name"] == "scripted":  # said once, not per run

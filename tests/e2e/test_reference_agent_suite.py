@@ -56,6 +56,8 @@ def test_record_then_replay_twice_is_identical(tmp_path: Path, api: str, tasks: 
             *([f"tasks=[{','.join(tasks)}]"] if tasks else []), f"cassette_dir={tmp_path / 'cassettes'}"]
     recorded = run_cmd(["doit", "record", *base], tmp_path / "record")
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    assert recorded.stdout.rstrip().endswith(  # the hint a user follows to replay them
+        f"replay them with mode=replay agent=reference cassette_dir={tmp_path / 'cassettes'})"), recorded.stdout
     first = cassettes(tmp_path / "cassettes")
     assert len(first) == n
     for name in first:
